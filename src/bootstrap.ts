@@ -1,0 +1,49 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { ALL_SCOPES } from './modules/oauth/scopes.ts';
+import { DEFAULT_CONNECTION, OWN_PROVIDER } from './modules/users/user.ts';
+import type { Services } from './services.ts';
+import type { Tenant } from './modules/tenants/service.ts';
+
+export const DEFAULT_TENANT_ID = 'default';
+export const ADMIN_CLIENT_NAME = 'Tenantry admin';
+
+export interface BootstrapResult {
+  tenant: Tenant;
+  /** Set only on the start that created the admin client: the one time its secret is known. */
+  admin?: { clientId: string; clientSecret: string; credentialsFile?: string };
+}
+
+/** Everything a new tenant needs to work: a signing key and its database connection. */
+export async function provisionTenant(services: Services, id: string, domain: string): Promise<Tenant> {
+  const tenant = await services.tenants.create(id, domain);
+  await services.signingKeys.create(tenant.id);
+  await services.connections.ensure(tenant.id, DEFAULT_CONNECTION, OWN_PROVIDER);
+  return tenant;
+}
+
+/**
+ * First start: the default tenant on TENANT_DOMAIN and its admin client with every scope. A generated
+ * secret is written, readable by the owner only, to DATA_DIR so it is not lost once printed.
+ */
+export async function bootstrap(services: Services): Promise<BootstrapResult> {
+  const { config } = services;
+  const existing = await services.tenants.get(DEFAULT_TENANT_ID);
+  if (existing) return { tenant: existing };
+  const tenant = await provisionTenant(services, DEFAULT_TENANT_ID, config.tenantDomain);
+  const admin = await services.clients.create(tenant.id, {
+    name: ADMIN_CLIENT_NAME,
+    scopes: ALL_SCOPES,
+    clientId: config.bootstrapClientId,
+    clientSecret: config.bootstrapClientSecret,
+  });
+  if (config.bootstrapClientSecret) return { tenant, admin: { clientId: admin.clientId, clientSecret: admin.clientSecret } };
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  const credentialsFile = path.join(config.dataDir, 'admin-client.json');
+  fs.writeFileSync(
+    credentialsFile,
+    `${JSON.stringify({ domain: tenant.domain, client_id: admin.clientId, client_secret: admin.clientSecret }, null, 2)}\n`,
+    { mode: 0o600 },
+  );
+  return { tenant, admin: { clientId: admin.clientId, clientSecret: admin.clientSecret, credentialsFile } };
+}

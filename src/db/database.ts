@@ -1,0 +1,63 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import pg from 'pg';
+import { migrations } from './migrations/index.ts';
+import type { Schema } from './schema.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+export type Tx = Transaction<Schema>;
+
+/**
+ * The database as the rest of the server sees it: one typed query builder for both dialects, plus
+ * the raw driver handle for the few hot paths where a cached prepared statement is worth it.
+ */
+export interface Database {
+  dialect: Dialect;
+  db: Kysely<Schema>;
+  sqlite?: BetterSqlite3.Database;
+  pool?: pg.Pool;
+  close(): Promise<void>;
+}
+
+// PostgreSQL returns BIGINT/NUMERIC as strings by default; counts are small enough for numbers.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export function openDatabase(options: { databaseUrl?: string; dataDir: string }): Database {
+  if (options.databaseUrl) {
+    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
+    const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+    return { dialect: 'postgres', db, pool, close: () => db.destroy() };
+  }
+  fs.mkdirSync(options.dataDir, { recursive: true });
+  const sqlite = new BetterSqlite3(path.join(options.dataDir, 'tenantry.sqlite'));
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return { dialect: 'sqlite', db, sqlite, close: () => db.destroy() };
+}
+
+export async function migrate(database: Database): Promise<void> {
+  const migrator = new Migrator({
+    db: database.db,
+    provider: { getMigrations: async () => migrations },
+    migrationTableName: 'tenantry_migrations',
+    migrationLockTableName: 'tenantry_migrations_lock',
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+    throw new Error(`database migration ${failed ?? ''} failed: ${String(error)}`);
+  }
+}
+
+/** True when an error is a unique-constraint violation, in either dialect. */
+export function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string } | null;
+  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+export const now = (): string => new Date().toISOString();

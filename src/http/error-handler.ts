@@ -1,0 +1,42 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ApiError, badRequest, notFound, payloadTooLarge, unsupportedMediaType } from './errors.ts';
+import { validationError } from './validation.ts';
+
+/** Turns anything a request can throw into the original's error body; only real faults become 500s. */
+export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: number): void {
+  app.setNotFoundHandler((_request, reply) => {
+    const error = notFound.route();
+    return reply.code(error.statusCode).send(error.toBody());
+  });
+
+  app.setErrorHandler((raw: FastifyError | ApiError | Error, request, reply) => {
+    const error = toApiError(raw, request.headers['content-type'], bodyLimitBytes);
+    if (!error) {
+      request.log.error({ err: raw }, 'request failed');
+      return reply.code(500).send({ statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+    }
+    if (error.headers) reply.headers(error.headers);
+    return reply.code(error.statusCode).send(error.toBody());
+  });
+}
+
+function toApiError(raw: FastifyError | ApiError | Error, contentType: string | undefined, bodyLimitBytes: number): ApiError | undefined {
+  if (raw instanceof ApiError) return raw;
+  const error = raw as FastifyError;
+  if (error.validation) return validationError(error.validation as never, error.validationContext ?? 'body');
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return payloadTooLarge(bodyLimitBytes);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? unsupportedMediaType(contentType) : badRequest.body(error.message);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return badRequest.malformedJson();
+  }
+  if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) return badRequest.malformedJson();
+  if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+    return new ApiError(error.statusCode, error.message);
+  }
+  return undefined;
+}

@@ -1,0 +1,77 @@
+import { STATUS_CODES } from 'node:http';
+
+/**
+ * The one error type of the API. Every failure a client sees is an ApiError rendered as
+ * `{statusCode, error, message, errorCode?, attributes?}` — the original's shape and key order.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+    readonly errorCode?: string,
+    readonly attributes?: Record<string, unknown>,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  toBody(): ErrorBody {
+    const body: ErrorBody = {
+      statusCode: this.statusCode,
+      error: STATUS_CODES[this.statusCode] ?? 'Error',
+      message: this.message,
+    };
+    if (this.errorCode !== undefined) body.errorCode = this.errorCode;
+    if (this.attributes !== undefined) body.attributes = this.attributes;
+    return body;
+  }
+}
+
+export interface ErrorBody {
+  statusCode: number;
+  error: string;
+  message: string;
+  errorCode?: string;
+  attributes?: Record<string, unknown>;
+}
+
+/** Named factories so that each of the original's messages is spelled in exactly one place. */
+export const badRequest = {
+  body: (message: string) => new ApiError(400, message, 'invalid_body'),
+  query: (message: string) => new ApiError(400, message, 'invalid_query_string'),
+  uri: (message: string) => new ApiError(400, message, 'invalid_uri'),
+  malformedJson: () => new ApiError(400, 'Invalid request payload JSON format', 'invalid_body'),
+  authorizationHeader: () => new ApiError(400, 'Bad HTTP authentication header format', 'invalid_header'),
+};
+
+/** 401s carry the message again under `attributes.error`, as the original's JWT validation does. */
+export function unauthorized(message: string): ApiError {
+  return new ApiError(401, message, undefined, { error: message }, { 'www-authenticate': 'Bearer' });
+}
+
+export const forbidden = {
+  scope: (anyOf: readonly string[]) =>
+    new ApiError(403, `Insufficient scope, expected any of: ${anyOf.join(',')}`, 'insufficient_scope'),
+};
+
+export const notFound = {
+  route: () => new ApiError(404, 'Not Found'),
+  user: () => new ApiError(404, 'The user does not exist.', 'inexistent_user'),
+};
+
+export function conflict(message: string, errorCode?: string): ApiError {
+  return new ApiError(409, message, errorCode);
+}
+
+export function payloadTooLarge(limitBytes: number): ApiError {
+  return new ApiError(413, `Payload content length greater than maximum allowed: ${limitBytes}`, 'payload_too_large');
+}
+
+export function unsupportedMediaType(contentType: string | undefined): ApiError {
+  return new ApiError(415, `Unsupported Media Type: ${contentType ?? '(none)'}`, 'unsupported_media_type');
+}
+
+export function tooManyRequests(): ApiError {
+  return new ApiError(429, 'Global limit has been reached', 'too_many_requests');
+}

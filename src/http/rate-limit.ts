@@ -1,0 +1,241 @@
+import { Redis } from 'ioredis';
+
+/** Bucket capacity and continuous refill rate (tokens per second). */
+export interface RateLimitSettings {
+  size: number;
+  refillPerSecond: number;
+}
+
+export interface RateLimitState {
+  allowed: boolean;
+  /** Bucket size → X-RateLimit-Limit. */
+  limit: number;
+  /** Whole tokens left after this request → X-RateLimit-Remaining. */
+  remaining: number;
+  /** Absolute UNIX epoch seconds (integer) when the bucket is full again → X-RateLimit-Reset. */
+  reset: number;
+}
+
+export interface RateLimiter {
+  take(key: string): Promise<RateLimitState>;
+  close(): Promise<void>;
+}
+
+export interface MemoryRateLimiterOptions {
+  /** Most buckets kept at once; beyond it full buckets are swept, then the least recently used evicted. */
+  maxBuckets?: number;
+}
+
+export function rateLimitHeaders(state: RateLimitState): Record<string, string> {
+  return {
+    'X-RateLimit-Limit': String(state.limit),
+    'X-RateLimit-Remaining': String(state.remaining),
+    'X-RateLimit-Reset': String(state.reset),
+  };
+}
+
+/**
+ * Refills arrive as sums of fractions like 0.333 + 0.333 + 0.334, which in binary floating point can
+ * land a hair under a whole token; without this slack such a request would be refused.
+ */
+const EPSILON = 1e-9;
+
+const DEFAULT_MAX_BUCKETS = 100_000;
+
+/** Redis is on the request path of every API call; a hung server must not hang the API with it. */
+const REDIS_COMMAND_TIMEOUT_MS = 1000;
+
+export const REDIS_KEY_PREFIX = 'tenantry:rl:';
+
+function validate(settings: RateLimitSettings): void {
+  if (!Number.isInteger(settings.size) || settings.size < 1) {
+    throw new RangeError(`rate limit size must be a positive integer, got ${settings.size}`);
+  }
+  if (!Number.isFinite(settings.refillPerSecond) || settings.refillPerSecond <= 0) {
+    throw new RangeError(`rate limit refillPerSecond must be a positive number, got ${settings.refillPerSecond}`);
+  }
+}
+
+function resetSeconds(nowMs: number, tokens: number, settings: RateLimitSettings): number {
+  const msUntilFull = Math.max(0, settings.size - tokens) * 1000 / settings.refillPerSecond;
+  return Math.ceil((nowMs + msUntilFull) / 1000);
+}
+
+interface Bucket {
+  tokens: number;
+  /** Time (ms) at which `tokens` was last brought up to date. */
+  at: number;
+}
+
+export function memoryRateLimiter(
+  settings: RateLimitSettings,
+  now: () => number = Date.now,
+  options: MemoryRateLimiterOptions = {},
+): RateLimiter {
+  validate(settings);
+  const { size, refillPerSecond } = settings;
+  const maxBuckets = options.maxBuckets ?? DEFAULT_MAX_BUCKETS;
+  if (!Number.isInteger(maxBuckets) || maxBuckets < 1) {
+    throw new RangeError(`maxBuckets must be a positive integer, got ${maxBuckets}`);
+  }
+  // Evicting down to a low-water mark rather than to just under the cap means the O(n) sweep runs
+  // at most once per ~10% of the cap in new keys, instead of on every new key once the map is full.
+  const lowWater = Math.floor(maxBuckets * 0.9);
+
+  // Map iteration order is insertion order; re-inserting on every touch makes it LRU order.
+  const buckets = new Map<string, Bucket>();
+
+  const refilled = (b: Bucket, t: number): number =>
+    Math.min(size, b.tokens + (Math.max(0, t - b.at) * refillPerSecond) / 1000);
+
+  function makeRoom(t: number): void {
+    // A full bucket is indistinguishable from a missing one, so dropping it changes nothing.
+    for (const [key, b] of buckets) {
+      if (refilled(b, t) >= size - EPSILON) buckets.delete(key);
+    }
+    // Still crowded: forget the least recently used. That hands them a fresh bucket, a leniency
+    // preferred over unbounded memory.
+    for (const key of buckets.keys()) {
+      if (buckets.size <= lowWater) break;
+      buckets.delete(key);
+    }
+  }
+
+  return {
+    async take(key) {
+      const t = now();
+      let bucket = buckets.get(key);
+      if (bucket) {
+        buckets.delete(key);
+        bucket.tokens = refilled(bucket, t);
+        // Never move `at` backwards: a clock step back must not credit the same interval twice.
+        bucket.at = Math.max(bucket.at, t);
+      } else {
+        if (buckets.size >= maxBuckets) makeRoom(t);
+        bucket = { tokens: size, at: t };
+      }
+      buckets.set(key, bucket);
+
+      let allowed = false;
+      if (bucket.tokens >= 1 - EPSILON) {
+        bucket.tokens = Math.max(0, bucket.tokens - 1);
+        allowed = true;
+      }
+      return {
+        allowed,
+        limit: size,
+        remaining: Math.floor(bucket.tokens + EPSILON),
+        reset: resetSeconds(t, bucket.tokens, settings),
+      };
+    },
+    async close() {
+      buckets.clear();
+    },
+  };
+}
+
+/**
+ * KEYS[1] = bucket hash {t: tokens, ts: ms of last update}; ARGV = size, refill per second.
+ * Returns {allowed (0|1), whole tokens remaining, reset epoch seconds}.
+ *
+ * The clock is Redis's own TIME so that nodes with skewed clocks still agree on one bucket.
+ */
+const TAKE_SCRIPT = `
+if redis.replicate_commands then pcall(redis.replicate_commands) end -- Redis < 5: allow writes after TIME
+local size = tonumber(ARGV[1])
+local rate = tonumber(ARGV[2])
+local eps = 1e-9
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
+local state = redis.call('HMGET', KEYS[1], 't', 'ts')
+local tokens = tonumber(state[1])
+local at = tonumber(state[2])
+if tokens == nil or at == nil then
+  tokens = size
+  at = now
+end
+if now > at then
+  tokens = math.min(size, tokens + (now - at) * rate / 1000)
+  at = now
+end
+local allowed = 0
+if tokens >= 1 - eps then
+  tokens = math.max(0, tokens - 1)
+  allowed = 1
+end
+local msUntilFull = math.max(0, size - tokens) * 1000 / rate
+-- %.17g round-trips a double exactly; Lua's default tostring keeps only 14 digits.
+redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 'ts', string.format('%.17g', at))
+-- Once full the bucket equals an absent one, so let it expire then; the extra second absorbs rounding.
+redis.call('PEXPIRE', KEYS[1], math.ceil(msUntilFull) + 1000)
+return {allowed, math.floor(tokens + eps), math.ceil((now + msUntilFull) / 1000)}
+`;
+
+type TakeReply = [number, number, number];
+type ScriptedRedis = Redis & {
+  tenantryRateLimitTake(key: string, size: number, refillPerSecond: number): Promise<TakeReply>;
+};
+
+/**
+ * A token bucket shared by every node using the same Redis. Redis failures fail open: the request is
+ * allowed and the error goes to `onError` (connection errors too), since an unavailable limiter
+ * should not take the API down with it. Nothing is logged here; that is the caller's choice.
+ */
+export function redisRateLimiter(
+  settings: RateLimitSettings,
+  redisUrl: string,
+  onError?: (err: Error) => void,
+): RateLimiter {
+  validate(settings);
+  const { size, refillPerSecond } = settings;
+
+  const report = (err: unknown): void => {
+    if (!onError) return;
+    try {
+      onError(err instanceof Error ? err : new Error(String(err)));
+    } catch {
+      // A throwing error reporter must not undo fail-open.
+    }
+  };
+
+  const redis = new Redis(redisUrl, {
+    lazyConnect: false,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: true,
+    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+  }) as ScriptedRedis;
+  // Without a listener ioredis prints every connection error to the console itself.
+  redis.on('error', report);
+  // defineCommand sends EVALSHA and falls back to EVAL only when the server lacks the script.
+  redis.defineCommand('tenantryRateLimitTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+
+  return {
+    async take(key) {
+      try {
+        const [allowed, remaining, reset] = await redis.tenantryRateLimitTake(
+          REDIS_KEY_PREFIX + key,
+          size,
+          refillPerSecond,
+        );
+        return { allowed: allowed === 1, limit: size, remaining, reset };
+      } catch (err) {
+        report(err);
+        // The real bucket is unknown; answer as a fresh bucket would after this one request.
+        return {
+          allowed: true,
+          limit: size,
+          remaining: size - 1,
+          reset: resetSeconds(Date.now(), size - 1, settings),
+        };
+      }
+    },
+    async close() {
+      try {
+        await redis.quit();
+      } catch {
+        // quit can fail on a broken connection; the socket still has to go.
+        redis.disconnect();
+      }
+    },
+  };
+}

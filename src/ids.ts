@@ -1,0 +1,39 @@
+import { randomBytes } from 'node:crypto';
+
+const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Uniform random string over an alphabet: bytes past the largest multiple of its size are dropped so no letter is favoured. */
+export function randomString(alphabet: string, length: number): string {
+  const limit = 256 - (256 % alphabet.length);
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < limit) out += alphabet[byte % alphabet.length];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** Identifier formats of the original (compat notes §0). */
+export const newId = {
+  eventStream: () => `est_${randomString(BASE58, 22)}`,
+  event: () => `evt_${randomString(BASE58, 22)}`,
+  segment: () => `seg_${randomString(BASE58, 22)}`,
+  customDomain: () => `cd_${randomString(BASE62, 16)}`,
+  connection: () => `con_${randomString(BASE62, 16)}`,
+  clientId: () => randomString(BASE62, 32),
+  clientSecret: () => randomBytes(48).toString('base64url'),
+  /** Database users: 24 hex digits, as the original's ObjectId-like ids. */
+  userLocalId: () => randomBytes(12).toString('hex'),
+  keyId: () => randomString(BASE62, 22),
+  requestId: () => randomString(BASE62, 20),
+};
+
+export const idPattern = {
+  eventStream: /^est_[1-9A-HJ-NP-Za-km-z]{22}$/,
+  event: /^evt_[1-9A-HJ-NP-Za-km-z]{22}$/,
+  segment: /^seg_[1-9A-HJ-NP-Za-km-z]+$/,
+  customDomain: /^cd_[0-9A-Za-z]{16}$/,
+};

@@ -1,0 +1,71 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Services } from '../../services.ts';
+import { managementAudienceOf } from './access-tokens.ts';
+
+/** OAuth errors keep OAuth's own shape, not the Management API's. */
+function oauthError(reply: FastifyReply, status: number, error: string, description: string, extra: Record<string, string> = {}) {
+  return reply.code(status).header('cache-control', 'no-store').send({ error, error_description: description, ...extra });
+}
+
+/** RFC 6749 §2.3.1: Basic credentials are form-urlencoded before base64. */
+function basicCredentials(header: string | undefined): { id: string; secret: string } | undefined {
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '');
+  if (!match?.[1]) return undefined;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return undefined;
+  const unescape = (v: string) => {
+    try {
+      return decodeURIComponent(v.replace(/\+/g, ' '));
+    } catch {
+      return v;
+    }
+  };
+  return { id: unescape(decoded.slice(0, colon)), secret: unescape(decoded.slice(colon + 1)) };
+}
+
+const field = (body: Record<string, unknown>, name: string): string | undefined =>
+  typeof body[name] === 'string' && body[name] !== '' ? (body[name] as string) : undefined;
+
+export async function oauthRoutes(app: FastifyInstance, services: Services): Promise<void> {
+  app.get('/.well-known/jwks.json', { config: { public: true }, schema: { hide: true } }, async (request) =>
+    services.signingKeys.jwks(request.tenant.id),
+  );
+
+  app.post('/oauth/token', { config: { public: true }, schema: { hide: true } }, async (request: FastifyRequest, reply) => {
+    const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
+    const grantType = field(body, 'grant_type');
+    if (!grantType) return oauthError(reply, 400, 'invalid_request', 'Missing required parameter: grant_type');
+    if (grantType !== 'client_credentials') {
+      return oauthError(reply, 400, 'unsupported_grant_type', `Unsupported grant type: ${grantType}`);
+    }
+    const basic = basicCredentials(request.headers.authorization);
+    const clientId = basic?.id ?? field(body, 'client_id');
+    const clientSecret = basic?.secret ?? field(body, 'client_secret');
+    if (!clientId) return oauthError(reply, 400, 'invalid_request', 'Missing required parameter: client_id');
+    if (!clientSecret) return oauthError(reply, 401, 'access_denied', 'Unauthorized');
+
+    const { tenant, domain } = request.tenantHost;
+    const client = await services.clients.authenticate(tenant.id, clientId, clientSecret);
+    if (!client) return oauthError(reply, 401, 'access_denied', 'Unauthorized');
+
+    const audience = field(body, 'audience');
+    if (!audience) return oauthError(reply, 403, 'access_denied', 'No audience parameter was provided, and no default audience has been configured');
+    const domains = await services.tenants.domains(tenant);
+    if (!domains.some((d) => managementAudienceOf(d) === audience)) {
+      return oauthError(reply, 403, 'access_denied', `Service not enabled within domain: ${audience}`);
+    }
+    if (client.scopes.length === 0) {
+      return oauthError(reply, 403, 'access_denied',
+        `Client is not authorized to access "${audience}". You might probably want to create a "client-grant" associated to this API.`);
+    }
+    // A requested scope narrows the grant; scopes the client lacks are left out, as the original does.
+    const requested = field(body, 'scope')?.split(' ').filter(Boolean);
+    const scopes = requested ? client.scopes.filter((s) => requested.includes(s)) : client.scopes;
+
+    const { accessToken, expiresIn } = await services.accessTokens.issue({ tenant, domain, clientId, audience, scopes });
+    return reply
+      .header('cache-control', 'no-store')
+      .send({ access_token: accessToken, scope: scopes.join(' '), expires_in: expiresIn, token_type: 'Bearer' });
+  });
+}

@@ -1,0 +1,131 @@
+import { createPrivateKey, createPublicKey, generateKeyPair, type KeyObject } from 'node:crypto';
+import { promisify } from 'node:util';
+import type { Database } from '../../db/database.ts';
+import { now } from '../../db/database.ts';
+import { newId } from '../../ids.ts';
+import type { SecretBox } from '../../secret-box.ts';
+
+const generateRsa = promisify(generateKeyPair);
+
+export interface SigningKey {
+  kid: string;
+  privateKey: KeyObject;
+}
+
+export interface VerificationKeys {
+  byKid: Map<string, KeyObject>;
+  /** Changes whenever the set of keys changes, so caches of verified tokens can notice. */
+  version: string;
+}
+
+export interface PublicJwk {
+  kty: string;
+  kid: string;
+  use: 'sig';
+  alg: 'RS256';
+  n: string;
+  e: string;
+}
+
+const CACHE_MS = 5_000;
+
+/**
+ * The tenant's RS256 signing keys. The private key is sealed at rest and never leaves this module;
+ * the public half is published as JWKS. Rotation keeps the previous key verifiable until revoked,
+ * so tokens already issued stay valid until they expire.
+ */
+export class SigningKeyService {
+  private readonly signingCache = new Map<string, { key: SigningKey; until: number }>();
+  private readonly verifyCache = new Map<string, { keys: VerificationKeys; until: number }>();
+
+  constructor(
+    private readonly database: Database,
+    private readonly secretBox: SecretBox,
+  ) {}
+
+  async create(tenantId: string, status: 'current' | 'previous' = 'current'): Promise<string> {
+    const { privateKey, publicKey } = await generateRsa('rsa', { modulusLength: 2048 });
+    const kid = newId.keyId();
+    const jwk = publicKey.export({ format: 'jwk' });
+    const publicJwk: PublicJwk = { kty: 'RSA', kid, use: 'sig', alg: 'RS256', n: String(jwk.n), e: String(jwk.e) };
+    await this.database.db
+      .insertInto('signing_keys')
+      .values({
+        kid,
+        tenant_id: tenantId,
+        private_key: this.secretBox.seal(privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()),
+        public_jwk: JSON.stringify(publicJwk),
+        status,
+        created_at: now(),
+      })
+      .execute();
+    this.forget(tenantId);
+    return kid;
+  }
+
+  /** Makes a new key current; the old current key becomes 'previous' and still verifies. */
+  async rotate(tenantId: string): Promise<string> {
+    const kid = await this.create(tenantId, 'previous');
+    await this.database.db.transaction().execute(async (trx) => {
+      await trx.updateTable('signing_keys').set({ status: 'previous' }).where('tenant_id', '=', tenantId).where('status', '=', 'current').execute();
+      await trx.updateTable('signing_keys').set({ status: 'current' }).where('kid', '=', kid).execute();
+    });
+    this.forget(tenantId);
+    return kid;
+  }
+
+  /** Removes a key from JWKS: tokens it signed are refused from then on. */
+  async revoke(tenantId: string, kid: string): Promise<boolean> {
+    const result = await this.database.db
+      .updateTable('signing_keys')
+      .set({ status: 'revoked' })
+      .where('tenant_id', '=', tenantId)
+      .where('kid', '=', kid)
+      .where('status', '=', 'previous')
+      .executeTakeFirst();
+    this.forget(tenantId);
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  async current(tenantId: string): Promise<SigningKey> {
+    const cached = this.signingCache.get(tenantId);
+    if (cached && cached.until > Date.now()) return cached.key;
+    const row = await this.database.db
+      .selectFrom('signing_keys')
+      .select(['kid', 'private_key'])
+      .where('tenant_id', '=', tenantId)
+      .where('status', '=', 'current')
+      .orderBy('created_at', 'desc')
+      .executeTakeFirst();
+    if (!row) throw new Error(`tenant ${tenantId} has no signing key`);
+    const key = { kid: row.kid, privateKey: createPrivateKey(this.secretBox.open(row.private_key)) };
+    this.signingCache.set(tenantId, { key, until: Date.now() + CACHE_MS });
+    return key;
+  }
+
+  async verificationKeys(tenantId: string): Promise<VerificationKeys> {
+    const cached = this.verifyCache.get(tenantId);
+    if (cached && cached.until > Date.now()) return cached.keys;
+    const jwks = await this.jwks(tenantId);
+    const byKid = new Map(jwks.keys.map((jwk) => [jwk.kid, createPublicKey({ key: { kty: jwk.kty, n: jwk.n, e: jwk.e }, format: 'jwk' })]));
+    const keys = { byKid, version: jwks.keys.map((k) => k.kid).sort().join(',') };
+    this.verifyCache.set(tenantId, { keys, until: Date.now() + CACHE_MS });
+    return keys;
+  }
+
+  async jwks(tenantId: string): Promise<{ keys: PublicJwk[] }> {
+    const rows = await this.database.db
+      .selectFrom('signing_keys')
+      .select(['public_jwk'])
+      .where('tenant_id', '=', tenantId)
+      .where('status', '!=', 'revoked')
+      .orderBy('created_at', 'desc')
+      .execute();
+    return { keys: rows.map((r) => JSON.parse(r.public_jwk) as PublicJwk) };
+  }
+
+  private forget(tenantId: string): void {
+    this.signingCache.delete(tenantId);
+    this.verifyCache.delete(tenantId);
+  }
+}

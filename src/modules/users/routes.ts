@@ -1,0 +1,84 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Services } from '../../services.ts';
+import { parseFields, profileMembers, type User } from './user.ts';
+
+const UserId = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255, description: 'ID of the user' }) }, { additionalProperties: false });
+
+const Projection = {
+  fields: Type.Optional(Type.String({ maxLength: 1024, description: 'Comma-separated list of fields to include or exclude. Leave empty to retrieve all fields.' })),
+  include_fields: Type.Optional(Type.Boolean({ description: 'Whether specified fields are to be included (true) or excluded (false). Defaults to true.' })),
+};
+
+const CreateUserBody = Type.Object(
+  {
+    connection: Type.String({ minLength: 1, maxLength: 128, description: 'Name of the connection this user should be created in.' }),
+    password: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+    user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    verify_email: Type.Optional(Type.Boolean()),
+    ...profileMembers,
+  },
+  { additionalProperties: false },
+);
+
+const UsersByEmailQuery = Type.Object(
+  {
+    email: Type.String({ format: 'email', maxLength: 320, description: 'Email address to search for (case-sensitive).' }),
+    ...Projection,
+  },
+  { additionalProperties: false },
+);
+
+const UserResponse = Type.Object({ user_id: Type.String() }, { additionalProperties: true });
+
+function readOptions(request: FastifyRequest, query: { fields?: string; include_fields?: boolean }) {
+  return {
+    fields: parseFields(query.fields),
+    includeFields: query.include_fields ?? true,
+    withIdpTokens: request.principal?.scopes.has('read:user_idp_tokens') ?? false,
+  };
+}
+
+export async function userRoutes(app: FastifyInstance, services: Services): Promise<void> {
+  app.get<{ Querystring: Static<typeof UsersByEmailQuery> }>('/api/v2/users-by-email', {
+    config: { scopes: ['read:users'] },
+    schema: {
+      tags: ['users'],
+      operationId: 'listUsersByEmail',
+      summary: 'Search users by email',
+      querystring: UsersByEmailQuery,
+      response: { 200: Type.Array(UserResponse) },
+    },
+  }, async (request, reply) => {
+    const json = await services.users.findByEmailJson(request.tenant.id, request.query.email, readOptions(request, request.query));
+    return reply.type('application/json; charset=utf-8').send(json);
+  });
+
+  app.post<{ Body: Static<typeof CreateUserBody> }>('/api/v2/users', {
+    config: { scopes: ['create:users'] },
+    schema: { tags: ['users'], operationId: 'createUser', summary: 'Create a user', body: CreateUserBody, response: { 201: UserResponse } },
+  }, async (request, reply) => {
+    const user: User = await services.users.create(request.tenant.id, request.body);
+    return reply.code(201).send(user);
+  });
+
+  app.get<{ Params: Static<typeof UserId>; Querystring: { fields?: string; include_fields?: boolean } }>('/api/v2/users/:id', {
+    config: { scopes: ['read:users'] },
+    schema: {
+      tags: ['users'],
+      operationId: 'getUser',
+      summary: 'Get a user',
+      params: UserId,
+      querystring: Type.Object(Projection, { additionalProperties: false }),
+      response: { 200: UserResponse },
+    },
+  }, async (request) => services.users.get(request.tenant.id, request.params.id, readOptions(request, request.query)));
+
+  app.delete<{ Params: Static<typeof UserId> }>('/api/v2/users/:id', {
+    config: { scopes: ['delete:users'] },
+    schema: { tags: ['users'], operationId: 'deleteUser', summary: 'Delete a user', params: UserId },
+  }, async (request, reply) => {
+    await services.users.delete(request.tenant.id, request.params.id);
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,139 @@
+import { createHash } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
+
+/** The identity provider word the server emits for its own database connections (the original's `auth0`). */
+export const OWN_PROVIDER = 'svc';
+export const OWN_PROVIDER_ALIASES: ReadonlySet<string> = new Set([OWN_PROVIDER, 'auth0']);
+export const DEFAULT_CONNECTION = 'Username-Password-Authentication';
+
+const Metadata = Type.Record(Type.String(), Type.Unknown());
+
+export const IdentitySchema = Type.Object(
+  {
+    connection: Type.String({ minLength: 1, maxLength: 128 }),
+    user_id: Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Integer()]),
+    provider: Type.String({ minLength: 1, maxLength: 64 }),
+    isSocial: Type.Boolean(),
+    access_token: Type.Optional(Type.String({ maxLength: 8192 })),
+    access_token_secret: Type.Optional(Type.String({ maxLength: 8192 })),
+    refresh_token: Type.Optional(Type.String({ maxLength: 8192 })),
+    profileData: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);
+export type Identity = Static<typeof IdentitySchema>;
+
+/** User object of spec 2.1 as stored and returned (identity-provider tokens are kept apart). */
+export interface User {
+  blocked?: boolean;
+  created_at: string;
+  email?: string;
+  email_verified?: boolean;
+  family_name?: string;
+  given_name?: string;
+  identities: Identity[];
+  name?: string;
+  nickname?: string;
+  phone_number?: string;
+  phone_verified?: boolean;
+  picture?: string;
+  updated_at: string;
+  user_id: string;
+  user_metadata?: Record<string, unknown>;
+  username?: string;
+  app_metadata?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export const IDP_TOKEN_FIELDS = ['access_token', 'access_token_secret', 'refresh_token'] as const;
+export type IdpTokens = Partial<Record<(typeof IDP_TOKEN_FIELDS)[number], string>>;
+
+/** Profile members shared by the create body and the import file. */
+export const profileMembers = {
+  email: Type.Optional(Type.String({ format: 'email', maxLength: 320 })),
+  email_verified: Type.Optional(Type.Boolean()),
+  username: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  phone_number: Type.Optional(Type.String({ pattern: '^\\+[0-9]{1,15}$' })),
+  phone_verified: Type.Optional(Type.Boolean()),
+  given_name: Type.Optional(Type.String({ minLength: 1, maxLength: 150 })),
+  family_name: Type.Optional(Type.String({ minLength: 1, maxLength: 150 })),
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 300 })),
+  nickname: Type.Optional(Type.String({ minLength: 1, maxLength: 300 })),
+  picture: Type.Optional(Type.String({ format: 'uri', maxLength: 2048 })),
+  blocked: Type.Optional(Type.Boolean()),
+  user_metadata: Type.Optional(Metadata),
+  app_metadata: Type.Optional(Metadata),
+};
+
+export type Profile = { [K in keyof typeof profileMembers]?: Static<(typeof profileMembers)[K]> };
+
+/** The original's default picture: a Gravatar URL derived from the email (no request is made for it). */
+function defaultPicture(email: string | undefined, name: string): string {
+  const hash = createHash('md5').update((email ?? name).trim().toLowerCase()).digest('hex');
+  return `https://s.gravatar.com/avatar/${hash}?s=480&r=pg&d=identicon`;
+}
+
+/**
+ * Builds a stored user from a profile and its identities, with the original's defaults: `name` is the
+ * email, `nickname` the email's local part, and a picture.
+ */
+export function buildUser(profile: Profile, identities: Identity[], userId: string, at: string): User {
+  const name = profile.name ?? profile.email ?? profile.phone_number ?? profile.username ?? userId;
+  const nickname = profile.nickname ?? (profile.email ? profile.email.split('@')[0] : undefined) ?? profile.username ?? name;
+  const user: User = {
+    blocked: profile.blocked ?? false,
+    created_at: at,
+    email: profile.email,
+    email_verified: profile.email !== undefined ? (profile.email_verified ?? false) : undefined,
+    family_name: profile.family_name,
+    given_name: profile.given_name,
+    identities,
+    name,
+    nickname,
+    phone_number: profile.phone_number,
+    phone_verified: profile.phone_number !== undefined ? (profile.phone_verified ?? false) : undefined,
+    picture: profile.picture ?? defaultPicture(profile.email, name),
+    updated_at: at,
+    user_id: userId,
+    user_metadata: profile.user_metadata,
+    username: profile.username,
+    app_metadata: profile.app_metadata,
+  };
+  for (const key of Object.keys(user)) if (user[key] === undefined) delete user[key];
+  return user;
+}
+
+/** Splits identity-provider tokens off the identities so the stored document never holds them. */
+export function separateIdpTokens(identities: Identity[]): { identities: Identity[]; tokens: IdpTokens[] | null } {
+  let any = false;
+  const tokens: IdpTokens[] = [];
+  const clean = identities.map((identity) => {
+    const copy: Identity = { ...identity };
+    const held: IdpTokens = {};
+    for (const field of IDP_TOKEN_FIELDS) {
+      if (copy[field] !== undefined) {
+        held[field] = copy[field];
+        delete copy[field];
+        any = true;
+      }
+    }
+    tokens.push(held);
+    return copy;
+  });
+  return { identities: clean, tokens: any ? tokens : null };
+}
+
+/**
+ * `fields` / `include_fields` projection: with include_fields (the default) only the listed members
+ * are kept; with include_fields=false they are dropped. An empty list means every member.
+ */
+export function project(user: Record<string, unknown>, fields: readonly string[], include: boolean): Record<string, unknown> {
+  if (fields.length === 0) return user;
+  const listed = new Set(fields);
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(user)) if (listed.has(key) === include) out[key] = value;
+  return out;
+}
+
+export const parseFields = (fields: string | undefined): string[] =>
+  (fields ?? '').split(',').map((f) => f.trim()).filter(Boolean);

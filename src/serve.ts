@@ -1,0 +1,46 @@
+import fs from 'node:fs';
+import { buildApp } from './app.ts';
+import { bootstrap } from './bootstrap.ts';
+import type { Config } from './config.ts';
+import { createServices } from './services.ts';
+
+/**
+ * Runs the server until SIGTERM/SIGINT: then it stops accepting connections, lets in-flight requests
+ * finish, and closes the database.
+ */
+export async function serve(config: Config): Promise<void> {
+  const services = await createServices(config);
+  const https = config.tlsCertFile && config.tlsKeyFile
+    ? { cert: fs.readFileSync(config.tlsCertFile), key: fs.readFileSync(config.tlsKeyFile) }
+    : undefined;
+  const app = await buildApp(services, { https });
+  const { tenant, admin } = await bootstrap(services);
+
+  await app.listen({ port: config.port, host: config.host });
+  const scheme = https ? 'https' : 'http';
+  const lines = [
+    `Tenantry serves the Management API at ${scheme}://${tenant.domain}/api/v2/ (listening on ${config.host}:${config.port}, ${services.database.dialect})`,
+  ];
+  if (admin) {
+    lines.push(
+      'Admin client created with every scope — keep these credentials:',
+      `  client_id:     ${admin.clientId}`,
+      `  client_secret: ${admin.clientSecret}`,
+    );
+    if (admin.credentialsFile) lines.push(`  (also written to ${admin.credentialsFile}, readable by its owner only)`);
+  }
+  lines.push(`API reference: ${scheme}://${tenant.domain}/docs`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    await app.close();
+    await services.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}

@@ -1,0 +1,216 @@
+import { X509Certificate, createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { isIP } from 'node:net';
+import path from 'node:path';
+import forge from 'node-forge';
+
+export interface PemPair {
+  cert: string;
+  key: string;
+}
+
+export interface DevelopmentCertificateFiles {
+  caCertFile: string;
+  certFile: string;
+  keyFile: string;
+  caKeyFile: string;
+}
+
+const DEFAULT_CA_COMMON_NAME = 'Tenantry Development CA';
+const DEFAULT_CA_DAYS = 3650;
+// Apple platforms reject TLS server certificates valid for more than 398 days.
+const DEFAULT_LEAF_DAYS = 397;
+const DEFAULT_HOSTNAMES = ['localhost', '127.0.0.1', '::1'];
+// Tolerates modest clock skew between the machine that issues and the one that verifies.
+const BACKDATE_MS = 60 * 60 * 1000;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+const CA_CERT_FILE = 'ca.pem';
+const CA_KEY_FILE = 'ca-key.pem';
+const SERVER_CERT_FILE = 'server.pem';
+const SERVER_KEY_FILE = 'server-key.pem';
+
+interface ForgeKeyPair {
+  keyPem: string;
+  privateKey: forge.pki.rsa.PrivateKey;
+  publicKey: forge.pki.rsa.PublicKey;
+}
+
+// forge's pure-JS prime search takes seconds per key; OpenSSL takes milliseconds.
+function generateRsaKeyPair(): ForgeKeyPair {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  return {
+    keyPem: privateKey,
+    privateKey: forge.pki.privateKeyFromPem(privateKey) as forge.pki.rsa.PrivateKey,
+    publicKey: forge.pki.publicKeyFromPem(publicKey) as forge.pki.rsa.PublicKey,
+  };
+}
+
+// DER INTEGERs are signed and must be minimally encoded: forcing the top byte into
+// 0x40..0x7f keeps the serial positive, 16 bytes long and free of a leading zero octet.
+function randomSerialNumber(): string {
+  const bytes = randomBytes(16);
+  bytes[0] = (bytes[0]! & 0x3f) | 0x40;
+  return bytes.toString('hex');
+}
+
+function positiveDays(value: number | undefined, fallback: number, name: string): number {
+  const days = value ?? fallback;
+  if (!Number.isFinite(days) || days <= 0) {
+    throw new RangeError(`${name} must be a positive number of days, got ${String(value)}`);
+  }
+  return days;
+}
+
+export function createCertificateAuthority(opts: { commonName?: string; days?: number } = {}): PemPair {
+  const commonName = opts.commonName ?? DEFAULT_CA_COMMON_NAME;
+  const days = positiveDays(opts.days, DEFAULT_CA_DAYS, 'days');
+  const keys = generateRsaKeyPair();
+
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = keys.publicKey;
+  cert.serialNumber = randomSerialNumber();
+  const now = Date.now();
+  cert.validity.notBefore = new Date(now - BACKDATE_MS);
+  cert.validity.notAfter = new Date(now + days * DAY_MS);
+  const subject = [
+    { name: 'commonName', value: commonName },
+    { name: 'organizationName', value: 'Tenantry (development only)' },
+  ];
+  cert.setSubject(subject);
+  cert.setIssuer(subject);
+  cert.setExtensions([
+    // pathLenConstraint 0: a leaked dev CA key still cannot mint further intermediate CAs.
+    { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ]);
+  cert.sign(keys.privateKey, forge.md.sha256.create());
+
+  return { cert: forge.pki.certificateToPem(cert), key: keys.keyPem };
+}
+
+function normaliseHostname(raw: string): { kind: 'dns' | 'ip'; value: string } {
+  let name = raw.trim();
+  // Accept URL-style bracketed IPv6 ("[::1]") as users tend to copy it from addresses.
+  if (name.startsWith('[') && name.endsWith(']')) name = name.slice(1, -1);
+  if (name === '') throw new TypeError('hostnames must not contain empty entries');
+  if (isIP(name) !== 0) return { kind: 'ip', value: name };
+  // DNS names compare case-insensitively, and a trailing dot would never match an SNI name.
+  return { kind: 'dns', value: name.toLowerCase().replace(/\.$/, '') };
+}
+
+function subjectKeyIdentifierBytes(cert: forge.pki.Certificate): string {
+  const ext = cert.getExtension('subjectKeyIdentifier') as { subjectKeyIdentifier?: string } | null;
+  if (ext?.subjectKeyIdentifier) return forge.util.hexToBytes(ext.subjectKeyIdentifier);
+  // A CA without the extension: derive the identifier the same way forge would have (RFC 5280 method 1).
+  return cert.generateSubjectKeyIdentifier().getBytes();
+}
+
+export function issueServerCertificate(ca: PemPair, hostnames: string[], opts: { days?: number } = {}): PemPair {
+  if (hostnames.length === 0) throw new TypeError('at least one hostname is required');
+  const names = hostnames.map(normaliseHostname);
+  const days = positiveDays(opts.days, DEFAULT_LEAF_DAYS, 'days');
+
+  const caCert = forge.pki.certificateFromPem(ca.cert);
+  const caKey = forge.pki.privateKeyFromPem(ca.key) as forge.pki.rsa.PrivateKey;
+  const keys = generateRsaKeyPair();
+
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = keys.publicKey;
+  cert.serialNumber = randomSerialNumber();
+  const now = Date.now();
+  cert.validity.notBefore = new Date(now - BACKDATE_MS);
+  // A leaf that outlives its issuer would fail verification at the CA's expiry anyway;
+  // clamping makes the real lifetime visible in the certificate itself.
+  const requestedNotAfter = now + days * DAY_MS;
+  cert.validity.notAfter = new Date(Math.min(requestedNotAfter, caCert.validity.notAfter.getTime()));
+  cert.setSubject([{ name: 'commonName', value: names[0]!.value }]);
+  cert.setIssuer(caCert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false, critical: true },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', serverAuth: true },
+    {
+      name: 'subjectAltName',
+      altNames: names.map((n) => (n.kind === 'ip' ? { type: 7, ip: n.value } : { type: 2, value: n.value })),
+    },
+    { name: 'subjectKeyIdentifier' },
+    { name: 'authorityKeyIdentifier', keyIdentifier: subjectKeyIdentifierBytes(caCert) },
+  ]);
+  cert.sign(caKey, forge.md.sha256.create());
+
+  return { cert: forge.pki.certificateToPem(cert), key: keys.keyPem };
+}
+
+function readIfExists(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+export function loadCertificateAuthority(dir: string): PemPair | undefined {
+  const cert = readIfExists(path.join(dir, CA_CERT_FILE));
+  const key = readIfExists(path.join(dir, CA_KEY_FILE));
+  if (cert === undefined || key === undefined) return undefined;
+  // Fail loudly rather than hand back a pair that would sign leaves nobody can verify.
+  const x509 = new X509Certificate(cert);
+  if (!x509.ca) throw new Error(`${path.join(dir, CA_CERT_FILE)} is not a CA certificate`);
+  if (!x509.checkPrivateKey(createPrivateKey(key))) {
+    throw new Error(`${path.join(dir, CA_KEY_FILE)} does not match ${path.join(dir, CA_CERT_FILE)}`);
+  }
+  return { cert, key };
+}
+
+// Written via a temp file so the final path never exists with a looser mode (umask-derived)
+// or with partial contents, and chmod'ed explicitly because `mode` is ignored when the
+// file already exists and is masked by the umask when it does not.
+function writeFileWithMode(file: string, contents: string, mode: number): void {
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    fs.writeFileSync(tmp, contents, { mode, flag: 'wx' });
+    fs.chmodSync(tmp, mode);
+    fs.renameSync(tmp, file);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+function isExpired(certPem: string): boolean {
+  return new Date(new X509Certificate(certPem).validTo).getTime() <= Date.now();
+}
+
+export function writeDevelopmentCertificates(
+  dir: string,
+  hostnames: string[] = DEFAULT_HOSTNAMES,
+): DevelopmentCertificateFiles {
+  fs.mkdirSync(dir, { recursive: true });
+  const files: DevelopmentCertificateFiles = {
+    caCertFile: path.join(dir, CA_CERT_FILE),
+    caKeyFile: path.join(dir, CA_KEY_FILE),
+    certFile: path.join(dir, SERVER_CERT_FILE),
+    keyFile: path.join(dir, SERVER_KEY_FILE),
+  };
+
+  // Reusing the CA keeps a previously configured NODE_EXTRA_CA_CERTS / OS trust entry valid;
+  // only an expired CA is replaced, since nothing could verify against it any more.
+  let ca = loadCertificateAuthority(dir);
+  if (ca === undefined || isExpired(ca.cert)) {
+    ca = createCertificateAuthority();
+    writeFileWithMode(files.caKeyFile, ca.key, 0o600);
+    writeFileWithMode(files.caCertFile, ca.cert, 0o644);
+  }
+
+  const leaf = issueServerCertificate(ca, hostnames);
+  writeFileWithMode(files.keyFile, leaf.key, 0o600);
+  writeFileWithMode(files.certFile, leaf.cert, 0o644);
+  return files;
+}
