@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { isUniqueViolation } from './db/database.ts';
 import { ALL_SCOPES } from './modules/oauth/scopes.ts';
 import { DEFAULT_CONNECTION, OWN_PROVIDER } from './modules/users/user.ts';
 import type { Services } from './services.ts';
@@ -30,7 +31,15 @@ export async function bootstrap(services: Services): Promise<BootstrapResult> {
   const { config } = services;
   const existing = await services.tenants.get(DEFAULT_TENANT_ID);
   if (existing) return { tenant: existing };
-  const tenant = await provisionTenant(services, DEFAULT_TENANT_ID, config.tenantDomain);
+  let tenant: Tenant;
+  try {
+    tenant = await provisionTenant(services, DEFAULT_TENANT_ID, config.tenantDomain);
+  } catch (error) {
+    // Several nodes starting at once on one database: one creates the tenant, the others use it.
+    const created = isUniqueViolation(error) ? await services.tenants.get(DEFAULT_TENANT_ID) : undefined;
+    if (created) return { tenant: created };
+    throw error;
+  }
   const admin = await services.clients.create(tenant.id, {
     name: ADMIN_CLIENT_NAME,
     scopes: ALL_SCOPES,

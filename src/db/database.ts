@@ -31,7 +31,10 @@ export function openDatabase(options: { databaseUrl?: string; dataDir: string })
     return { dialect: 'postgres', db, pool, close: () => db.destroy() };
   }
   fs.mkdirSync(options.dataDir, { recursive: true });
-  const sqlite = new BetterSqlite3(path.join(options.dataDir, 'tenantry.sqlite'));
+  const file = path.join(options.dataDir, 'tenantry.sqlite');
+  // Created owner-only before SQLite opens it; its -wal and -shm files inherit the mode.
+  fs.closeSync(fs.openSync(file, 'a', 0o600));
+  const sqlite = new BetterSqlite3(file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
