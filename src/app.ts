@@ -8,12 +8,16 @@ import { registerErrorHandling } from './http/error-handler.ts';
 import { registerRequestPipeline } from './http/hooks.ts';
 import { coerceFormBody, parseFormBody, validatorCompiler } from './http/validation.ts';
 import { newId } from './ids.ts';
+import { captchaRoutes } from './modules/captcha/routes.ts';
+import { eventStreamRoutes } from './modules/event-streams/routes.ts';
+import { customDomainRoutes } from './modules/custom-domains/routes.ts';
 import { oauthRoutes } from './modules/oauth/routes.ts';
+import { segmentRoutes } from './modules/segments/routes.ts';
 import { userRoutes } from './modules/users/routes.ts';
 import type { Services } from './services.ts';
 
 /** Each area's routes, registered in this order. */
-const modules: ReadonlyArray<(app: FastifyInstance, services: Services) => Promise<void>> = [oauthRoutes, userRoutes];
+const modules: ReadonlyArray<(app: FastifyInstance, services: Services) => Promise<void>> = [oauthRoutes, userRoutes, segmentRoutes, captchaRoutes, eventStreamRoutes, customDomainRoutes];
 
 export interface AppOptions {
   /** PEM certificate and key: the server speaks HTTPS. */

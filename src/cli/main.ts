@@ -1,25 +1,67 @@
-import { loadConfig } from '../config.ts';
+import { ConfigError, loadConfig } from '../config.ts';
 import { serve } from '../serve.ts';
+import { UsageError } from './args.ts';
+import { clientsCommand } from './clients.ts';
+import { devCertCommand } from './dev-cert.ts';
+import { keysCommand } from './keys.ts';
+import { tenantsCommand } from './tenants.ts';
+import { tokenCommand } from './token.ts';
+import { usersCommand } from './users-import.ts';
 
 const usage = `Usage: tenantry <command>
 
+Every command reads the server's configuration (DATA_DIR, DATABASE_URL, ...) and works on the same
+database, also while the server runs.
+
 Commands:
-  serve        Serve the API (the default)
+  serve                                       Serve the API (the default)
+  tenants create --id ID --domain DOMAIN      Create a tenant with its signing key and database connection
+  tenants list
+  clients create --tenant ID --name NAME (--scopes a,b | --all-scopes)
+                                              Create a client; prints its secret once
+  clients list --tenant ID
+  token [--tenant ID] [--client-id ID] [--scopes a,b]
+                                              Print an access token (default: the admin client of "default")
+  keys rotate --tenant ID                     Make a new signing key current
+  keys revoke --tenant ID --kid KID           Revoke a rotated-out signing key
+  dev-cert [--dir DIR] [--hosts h1,h2]        Write a development CA and server certificate (DATA_DIR/tls)
+  users import --file FILE [--tenant ID] [--batch N]
+                                              Import users from a JSON array or NDJSON file
+  help                                        Show this help
 `;
 
 /** The `tenantry` command line: one entry, one subcommand per task. */
 export async function main(argv: string[]): Promise<void> {
-  const [command = 'serve'] = argv;
-  switch (command) {
-    case 'serve':
-      return serve(loadConfig());
-    case 'help':
-    case '--help':
-    case '-h':
-      process.stdout.write(usage);
-      return;
-    default:
-      process.stderr.write(`Unknown command: ${command}\n\n${usage}`);
-      process.exitCode = 2;
+  const [command = 'serve', ...args] = argv;
+  try {
+    switch (command) {
+      case 'serve':
+        return await serve(loadConfig());
+      case 'tenants':
+        return await tenantsCommand(args);
+      case 'clients':
+        return await clientsCommand(args);
+      case 'token':
+        return await tokenCommand(args);
+      case 'keys':
+        return await keysCommand(args);
+      case 'dev-cert':
+        return await devCertCommand(args);
+      case 'users':
+        return await usersCommand(args);
+      case 'help':
+      case '--help':
+      case '-h':
+        process.stdout.write(usage);
+        return;
+      default:
+        throw new UsageError(`unknown command "${command}" (see: tenantry help)`);
+    }
+  } catch (error) {
+    const known = error instanceof UsageError || error instanceof ConfigError;
+    // Unexpected failures (a database down, a bug) keep their stack when TENANTRY_DEBUG asks for it.
+    const detail = !known && process.env.TENANTRY_DEBUG ? (error as Error).stack : (error as Error).message;
+    process.stderr.write(`tenantry: ${detail}\n`);
+    process.exitCode = known ? 2 : 1;
   }
 }

@@ -53,10 +53,133 @@ export interface UsersTable {
   updated_at: string;
 }
 
+export interface CaptchaSettingsTable {
+  tenant_id: string;
+  active_provider_id: string;
+  updated_at: string;
+}
+
+export interface CaptchaProvidersTable {
+  tenant_id: string;
+  provider: string;
+  /** JSON object of the members the API returns for this provider. */
+  settings: string;
+  /** The provider's `secret` or `api_key`, sealed with the SecretBox; null for providers without one. */
+  secret: string | null;
+  updated_at: string;
+}
+
+export interface SegmentsTable {
+  tenant_id: string;
+  id: string;
+  name: string;
+  description: string | null;
+  /** 'self' for segments made through the API; 'svc' for those the service provides. */
+  type: 'svc' | 'self';
+  /** JSON array of the rules, exactly as the client sent them. */
+  rules: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CustomDomainsTable {
+  id: string;
+  tenant_id: string;
+  /** Lower-cased hostname, unique across all tenants. */
+  domain: string;
+  type: 'svc_managed_certs' | 'self_managed_certs';
+  status: 'pending_verification' | 'ready' | 'failed';
+  /** 1 or 0: the original's legacy `primary` flag. */
+  is_primary: number;
+  /** CNAME target (svc-managed) or TXT token (self-managed). */
+  verification_record: string;
+  verification_status: string | null;
+  verification_error: string | null;
+  last_verified_at: string | null;
+  custom_client_ip_header: string | null;
+  tls_policy: string | null;
+  /** JSON object, or null when never set. */
+  domain_metadata: string | null;
+  relying_party_identifier: string | null;
+  /** SHA-256 (hex) of the self-managed domain's cname-api-key. */
+  cname_api_key_hash: string | null;
+  created_at: string;
+}
+
+export interface CustomDomainDefaultsTable {
+  tenant_id: string;
+  custom_domain_id: string;
+  updated_at: string;
+}
+
+export interface EventStreamsTable {
+  id: string;
+  tenant_id: string;
+  name: string | null;
+  status: 'enabled' | 'disabled';
+  /** JSON array of {event_type}. */
+  subscriptions: string;
+  /** JSON of the destination as the API returns it: without token, password or header_value. */
+  destination: string;
+  /** The webhook's write-only secret (token, password or header_value), sealed with the SecretBox. */
+  secret: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The outbox: one row per event, written in the transaction of the change it reports. */
+export interface EventsTable {
+  id: string;
+  tenant_id: string;
+  type: string;
+  time: string;
+  source: string;
+  /** JSON of the envelope's `data`. */
+  data: string;
+  /** 'test' for test events; null otherwise. */
+  purpose: string | null;
+}
+
+export interface DeliveriesTable {
+  stream_id: string;
+  event_id: string;
+  event_type: string;
+  event_time: string;
+  status: 'pending' | 'delivered' | 'failed';
+  /** Attempts in the current cycle (reset by a redelivery); picks the retry delay. */
+  attempt_count: number;
+  /** Attempt rows written so far; the next one's seq is this plus one. */
+  attempt_seq: number;
+  next_attempt_at: string;
+  /** A worker's lease: until then no other worker claims it; an expired lease is claimed again. */
+  claimed_until: string | null;
+  updated_at: string;
+}
+
+export interface DeliveryAttemptsTable {
+  stream_id: string;
+  event_id: string;
+  seq: number;
+  status: 'failed' | 'retrying' | 'delivered';
+  timestamp: string;
+  error_message: string | null;
+  /** Milliseconds. */
+  duration: number | null;
+}
+
 export interface Schema {
   tenants: TenantsTable;
   signing_keys: SigningKeysTable;
   clients: ClientsTable;
   connections: ConnectionsTable;
   users: UsersTable;
+  segments: SegmentsTable;
+  captcha_settings: CaptchaSettingsTable;
+  captcha_providers: CaptchaProvidersTable;
+  event_streams: EventStreamsTable;
+  events: EventsTable;
+  deliveries: DeliveriesTable;
+  delivery_attempts: DeliveryAttemptsTable;
+  custom_domains: CustomDomainsTable;
+  custom_domain_defaults: CustomDomainDefaultsTable;
 }

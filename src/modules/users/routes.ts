@@ -21,6 +21,8 @@ const CreateUserBody = Type.Object(
   { additionalProperties: false },
 );
 
+const UpdateUserBody = Type.Object({ ...profileMembers }, { additionalProperties: false, minProperties: 1 });
+
 const UsersByEmailQuery = Type.Object(
   {
     email: Type.String({ format: 'email', maxLength: 320, description: 'Email address to search for (case-sensitive).' }),
@@ -73,6 +75,11 @@ export async function userRoutes(app: FastifyInstance, services: Services): Prom
       response: { 200: UserResponse },
     },
   }, async (request) => services.users.get(request.tenant.id, request.params.id, readOptions(request, request.query)));
+
+  app.patch<{ Params: Static<typeof UserId>; Body: Static<typeof UpdateUserBody> }>('/api/v2/users/:id', {
+    config: { scopes: ['update:users'] },
+    schema: { tags: ['users'], operationId: 'updateUser', summary: 'Update a user', params: UserId, body: UpdateUserBody, response: { 200: UserResponse } },
+  }, async (request) => services.users.update(request.tenant.id, request.params.id, request.body));
 
   app.delete<{ Params: Static<typeof UserId> }>('/api/v2/users/:id', {
     config: { scopes: ['delete:users'] },

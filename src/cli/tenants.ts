@@ -1,0 +1,35 @@
+import { provisionTenant } from '../bootstrap.ts';
+import { isUniqueViolation } from '../db/database.ts';
+import { TENANT_ID_PATTERN } from '../modules/tenants/service.ts';
+import { parseFlags, print, UsageError, withServices } from './args.ts';
+
+export async function tenantsCommand([sub, ...args]: string[]): Promise<void> {
+  switch (sub) {
+    case 'create': {
+      const flags = parseFlags('tenants create', args, ['id', 'domain']);
+      const id = flags.required('id');
+      const domain = flags.required('domain');
+      if (!TENANT_ID_PATTERN.test(id)) throw new UsageError(`tenants create: --id "${id}" must be 3–64 lower-case letters, digits and dashes`);
+      return withServices(async (services) => {
+        if (await services.tenants.get(id)) throw new UsageError(`tenant "${id}" already exists`);
+        if (await services.tenants.byDomain(domain)) throw new UsageError(`domain "${domain}" already belongs to a tenant`);
+        try {
+          const tenant = await provisionTenant(services, id, domain);
+          print(`Created tenant ${tenant.id} on https://${tenant.domain}/api/v2/`);
+        } catch (error) {
+          // Another process may have taken the id or domain between the checks and the insert.
+          if (isUniqueViolation(error)) throw new UsageError(`tenant "${id}" or domain "${domain}" already exists`);
+          throw error;
+        }
+      });
+    }
+    case 'list': {
+      parseFlags('tenants list', args, []);
+      return withServices(async (services) => {
+        for (const tenant of await services.tenants.list()) print(`${tenant.id}\t${tenant.domain}`);
+      });
+    }
+    default:
+      throw new UsageError(`tenants: expected "create" or "list", got ${sub === undefined ? 'nothing' : `"${sub}"`}`);
+  }
+}

@@ -1,0 +1,72 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../../services.ts';
+import {
+  CreateStreamBody, DeliveriesQuery, ListQuery, RedeliverBody, StreamEventId, StreamId, TestBody, UpdateStreamBody,
+} from './schema.ts';
+
+const BASE = '/api/v2/event-streams';
+const tags = ['event-streams'];
+
+export async function eventStreamRoutes(app: FastifyInstance, services: Services): Promise<void> {
+  const streams = services.eventStreams;
+
+  app.post<{ Body: CreateStreamBody }>(BASE, {
+    config: { scopes: ['create:event_streams'] },
+    schema: { tags, operationId: 'createEventStream', summary: 'Create an event stream', body: CreateStreamBody },
+  }, async (request, reply) => reply.code(201).send(await streams.create(request.tenant.id, request.body)));
+
+  app.get<{ Querystring: ListQuery }>(BASE, {
+    config: { scopes: ['read:event_streams'] },
+    schema: { tags, operationId: 'listEventStreams', summary: 'List event streams', querystring: ListQuery },
+  }, async (request) => streams.list(request.tenant.id, request.query));
+
+  app.get<{ Params: StreamId }>(`${BASE}/:id`, {
+    config: { scopes: ['read:event_streams'] },
+    schema: { tags, operationId: 'getEventStream', summary: 'Get an event stream', params: StreamId },
+  }, async (request) => streams.get(request.tenant.id, request.params.id));
+
+  app.patch<{ Params: StreamId; Body: UpdateStreamBody }>(`${BASE}/:id`, {
+    config: { scopes: ['update:event_streams'] },
+    schema: { tags, operationId: 'updateEventStream', summary: 'Update an event stream', params: StreamId, body: UpdateStreamBody },
+  }, async (request) => streams.update(request.tenant.id, request.params.id, request.body));
+
+  app.delete<{ Params: StreamId }>(`${BASE}/:id`, {
+    config: { scopes: ['delete:event_streams'] },
+    schema: { tags, operationId: 'deleteEventStream', summary: 'Delete an event stream', params: StreamId },
+  }, async (request, reply) => {
+    await streams.delete(request.tenant.id, request.params.id);
+    return reply.code(204).send();
+  });
+
+  app.post<{ Params: StreamId; Body: TestBody }>(`${BASE}/:id/test`, {
+    config: { scopes: ['update:event_streams'] },
+    schema: { tags, operationId: 'testEventStream', summary: 'Send a test event to a stream', params: StreamId, body: TestBody },
+  }, async (request, reply) => reply.code(202).send(await streams.test(request.tenant.id, request.params.id, request.body)));
+
+  app.get<{ Params: StreamId; Querystring: DeliveriesQuery }>(`${BASE}/:id/deliveries`, {
+    config: { scopes: ['read:event_streams', 'read:event_deliveries'] },
+    schema: { tags, operationId: 'listEventStreamDeliveries', summary: 'List failed deliveries', params: StreamId, querystring: DeliveriesQuery },
+  }, async (request) => streams.deliveries(request.tenant.id, request.params.id, request.query));
+
+  app.get<{ Params: StreamEventId }>(`${BASE}/:id/deliveries/:event_id`, {
+    config: { scopes: ['read:event_deliveries'] },
+    schema: { tags, operationId: 'getEventStreamDelivery', summary: 'Get a delivery', params: StreamEventId },
+  }, async (request) => streams.delivery(request.tenant.id, request.params.id, request.params.event_id));
+
+  app.post<{ Params: StreamId; Body: RedeliverBody | undefined }>(`${BASE}/:id/redeliver`, {
+    config: { scopes: ['update:event_deliveries'] },
+    schema: { tags, operationId: 'redeliverEvents', summary: 'Redeliver failed deliveries', params: StreamId, body: RedeliverBody },
+  }, async (request, reply) => {
+    const filter = request.body ?? {};
+    await streams.redeliver(request.tenant.id, request.params.id, filter);
+    return reply.code(202).send(filter);
+  });
+
+  app.post<{ Params: StreamEventId }>(`${BASE}/:id/redeliver/:event_id`, {
+    config: { scopes: ['update:event_deliveries'] },
+    schema: { tags, operationId: 'redeliverEvent', summary: 'Redeliver one failed delivery', params: StreamEventId },
+  }, async (request, reply) => {
+    await streams.redeliverOne(request.tenant.id, request.params.id, request.params.event_id);
+    return reply.code(202).send({});
+  });
+}

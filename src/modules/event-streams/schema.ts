@@ -1,0 +1,115 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/** Event types a stream can subscribe to (spec section 6, plus the SDK's connection.*). */
+export const EVENT_TYPES = [
+  'group.created', 'group.deleted', 'group.updated', 'group.member.added', 'group.member.deleted', 'group.role.assigned',
+  'group.role.deleted', 'organization.created', 'organization.deleted', 'organization.updated', 'organization.connection.added',
+  'organization.connection.removed', 'organization.connection.updated', 'organization.group.role.assigned',
+  'organization.group.role.deleted', 'organization.member.added', 'organization.member.deleted',
+  'organization.member.role.assigned', 'organization.member.role.deleted', 'user.created', 'user.deleted', 'user.updated',
+  'connection.created', 'connection.deleted', 'connection.updated',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+const EventTypeSchema = Type.Unsafe<EventType>({ type: 'string', enum: [...EVENT_TYPES], maxLength: 33 });
+
+export const StreamId = Type.Object(
+  { id: Type.String({ format: 'event-stream-id', description: 'Unique identifier for the event stream' }) },
+  { additionalProperties: false },
+);
+export type StreamId = Static<typeof StreamId>;
+
+export const StreamEventId = Type.Object(
+  {
+    id: Type.String({ format: 'event-stream-id', description: 'Unique identifier for the event stream' }),
+    event_id: Type.String({ format: 'event-id', description: 'Unique identifier for the event' }),
+  },
+  { additionalProperties: false },
+);
+export type StreamEventId = Static<typeof StreamEventId>;
+
+/** Secrets (token, password, header_value) are accepted here and never returned. */
+const Authorization = Type.Object(
+  {
+    method: Type.Union([Type.Literal('bearer'), Type.Literal('basic'), Type.Literal('custom_header')]),
+    token: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+    username: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[^:]+$' })),
+    password: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+    header_key: Type.Optional(Type.String({ minLength: 1, maxLength: 256, pattern: "^[a-zA-Z0-9!#$%&'*+.^_`|~-]+$" })),
+    header_value: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+  },
+  { additionalProperties: false },
+);
+export type Authorization = Static<typeof Authorization>;
+
+export const Destination = Type.Object(
+  {
+    type: Type.Union([Type.Literal('webhook'), Type.Literal('eventbridge'), Type.Literal('action')]),
+    configuration: Type.Object(
+      {
+        webhook_endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'URL of the webhook' })),
+        webhook_authorization: Type.Optional(Authorization),
+      },
+      { additionalProperties: true },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type Destination = Static<typeof Destination>;
+
+const Name = Type.String({ minLength: 1, maxLength: 128, description: 'Name of the event stream.' });
+const Subscriptions = Type.Array(Type.Object({ event_type: EventTypeSchema }, { additionalProperties: false }), { minItems: 1, maxItems: 100 });
+const Status = Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]);
+
+export const CreateStreamBody = Type.Object(
+  { name: Type.Optional(Name), subscriptions: Type.Optional(Subscriptions), destination: Destination, status: Type.Optional(Status) },
+  { additionalProperties: false },
+);
+export type CreateStreamBody = Static<typeof CreateStreamBody>;
+
+export const UpdateStreamBody = Type.Object(
+  { name: Type.Optional(Name), subscriptions: Type.Optional(Subscriptions), destination: Type.Optional(Destination), status: Type.Optional(Status) },
+  { additionalProperties: false },
+);
+export type UpdateStreamBody = Static<typeof UpdateStreamBody>;
+
+export const ListQuery = Type.Object(
+  {
+    from: Type.Optional(Type.String({ maxLength: 256, description: 'Cursor from which to start selection' })),
+    take: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Number of results per page. Defaults to 50.' })),
+  },
+  { additionalProperties: false },
+);
+export type ListQuery = Static<typeof ListQuery>;
+
+const DateTime = Type.String({ format: 'date-time', maxLength: 20 });
+
+export const DeliveriesQuery = Type.Object(
+  {
+    statuses: Type.Optional(Type.String({ maxLength: 64, description: 'Comma-separated list of delivery statuses' })),
+    event_types: Type.Optional(Type.String({ maxLength: 2048, description: 'Comma-separated list of event types' })),
+    date_from: Type.Optional(DateTime),
+    date_to: Type.Optional(DateTime),
+    from: Type.Optional(Type.String({ maxLength: 256, description: 'Cursor from which to start selection' })),
+    take: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Number of results per page. Defaults to 50.' })),
+  },
+  { additionalProperties: false },
+);
+export type DeliveriesQuery = Static<typeof DeliveriesQuery>;
+
+export const RedeliverBody = Type.Object(
+  {
+    date_from: Type.Optional(DateTime),
+    date_to: Type.Optional(DateTime),
+    statuses: Type.Optional(Type.Array(Type.Literal('failed'))),
+    event_types: Type.Optional(Type.Array(EventTypeSchema)),
+  },
+  { additionalProperties: false },
+);
+export type RedeliverBody = Static<typeof RedeliverBody>;
+
+export const TestBody = Type.Object(
+  { event_type: EventTypeSchema, data: Type.Optional(Type.Object({}, { additionalProperties: true })) },
+  { additionalProperties: false },
+);
+export type TestBody = Static<typeof TestBody>;

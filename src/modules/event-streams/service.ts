@@ -1,0 +1,472 @@
+import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
+import type { Database, Tx } from '../../db/database.ts';
+import { isUniqueViolation, now } from '../../db/database.ts';
+import type { DeliveriesTable, DeliveryAttemptsTable, EventStreamsTable, Schema } from '../../db/schema.ts';
+import { ApiError, badRequest, conflict } from '../../http/errors.ts';
+import { idPattern, newId } from '../../ids.ts';
+import type { SecretBox } from '../../secret-box.ts';
+import { envelope, sourceFor, type Envelope } from './envelope.ts';
+import type {
+  Authorization, CreateStreamBody, DeliveriesQuery, Destination, EventType, RedeliverBody, TestBody, UpdateStreamBody,
+} from './schema.ts';
+
+export interface EventStream {
+  id: string;
+  status: 'enabled' | 'disabled';
+  name?: string;
+  subscriptions: Array<{ event_type: string }>;
+  created_at: string;
+  updated_at: string;
+  destination: PublicDestination;
+}
+
+export interface PublicDestination {
+  type: 'webhook';
+  configuration: { webhook_endpoint: string; webhook_authorization: Record<string, string> };
+}
+
+export interface Attempt {
+  status: string;
+  error_message?: string;
+  timestamp: string;
+  duration?: number;
+}
+
+export interface Delivery {
+  id: string;
+  event_stream_id: string;
+  event_type: string;
+  status: string;
+  attempts: Attempt[];
+  event: Envelope;
+}
+
+export const streamNotFound = () => new ApiError(404, 'The requested stream does not exist.');
+export const eventNotFound = () => new ApiError(404, 'The event does not exist.');
+const nameTaken = () =>
+  conflict('You have reached the maximum number of event streams for your account OR Event stream name already in use.');
+const notRedeliverable = () => conflict('The event is not in a state that allows redelivery.');
+
+const DEFAULT_TAKE = 50;
+
+const encodeCursor = (id: string): string => Buffer.from(id, 'utf8').toString('base64url');
+function decodeCursor(cursor: string, pattern: RegExp): string {
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!pattern.test(id) || encodeCursor(id) !== cursor) {
+    throw badRequest.query("Query validation error: 'Invalid cursor' on property from (Cursor from which to start selection).");
+  }
+  return id;
+}
+
+function after(previous: string): string {
+  const current = now();
+  return current > previous ? current : new Date(Date.parse(previous) + 1).toISOString();
+}
+
+const isoMs = (value: string): string => new Date(value).toISOString();
+
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\]|::1|0\.0\.0\.0)$/i;
+
+/** What one user change (or a test) hands the outbox. */
+export interface EventInput {
+  tenantId: string;
+  type: string;
+  data: unknown;
+}
+
+/** Sample payload of test events sent without `data`. */
+function sampleData(type: string): unknown {
+  const user = {
+    user_id: 'svc|507f1f77bcf86cd799439020',
+    email: 'john.doe@example.com',
+    email_verified: false,
+    name: 'John Doe',
+    nickname: 'john.doe',
+    picture: 'https://example.com/avatar.png',
+    identities: [{ connection: 'Username-Password-Authentication', user_id: '507f1f77bcf86cd799439020', provider: 'svc', isSocial: false }],
+    created_at: '2025-01-01T00:00:00.000Z',
+    updated_at: '2025-01-01T00:00:00.000Z',
+  };
+  if (type.startsWith('user.')) return { object: user };
+  return { object: { id: 'sample_1234567890', name: 'sample' } };
+}
+
+export class EventStreamService {
+  constructor(
+    private readonly database: Database,
+    private readonly secretBox: SecretBox,
+    private readonly options: { allowHttp: boolean },
+  ) {}
+
+  // ---------------------------------------------------------------------------------------------
+  // Streams
+
+  async create(tenantId: string, input: CreateStreamBody): Promise<EventStream> {
+    const { destination, secret } = this.checkDestination(input.destination, undefined);
+    const at = now();
+    const row: Selectable<EventStreamsTable> = {
+      id: newId.eventStream(),
+      tenant_id: tenantId,
+      name: input.name ?? null,
+      status: input.status ?? 'enabled',
+      subscriptions: JSON.stringify(input.subscriptions ?? []),
+      destination: JSON.stringify(destination),
+      secret,
+      created_at: at,
+      updated_at: at,
+    };
+    try {
+      await this.database.db.insertInto('event_streams').values(row).execute();
+    } catch (error) {
+      if (isUniqueViolation(error)) throw nameTaken();
+      throw error;
+    }
+    return present(row);
+  }
+
+  async get(tenantId: string, id: string): Promise<EventStream> {
+    return present(await this.row(this.database.db, tenantId, id));
+  }
+
+  async list(tenantId: string, options: { from?: string; take?: number }): Promise<{ eventStreams: EventStream[]; next?: string }> {
+    const take = options.take ?? DEFAULT_TAKE;
+    let query = this.database.db.selectFrom('event_streams').selectAll().where('tenant_id', '=', tenantId);
+    if (options.from !== undefined) query = query.where('id', '>', decodeCursor(options.from, idPattern.eventStream));
+    const rows = await query.orderBy('id').limit(take + 1).execute();
+    const page = rows.slice(0, take);
+    const last = page[page.length - 1];
+    return { eventStreams: page.map(present), ...(rows.length > take && last ? { next: encodeCursor(last.id) } : {}) };
+  }
+
+  async update(tenantId: string, id: string, input: UpdateStreamBody): Promise<EventStream> {
+    try {
+      return await this.database.db.transaction().execute(async (trx) => {
+        const current = await this.row(trx, tenantId, id, true);
+        const changed: Selectable<EventStreamsTable> = { ...current, updated_at: after(current.updated_at) };
+        if (input.name !== undefined) changed.name = input.name;
+        if (input.status !== undefined) changed.status = input.status;
+        if (input.subscriptions !== undefined) changed.subscriptions = JSON.stringify(input.subscriptions);
+        if (input.destination !== undefined) {
+          const checked = this.checkDestination(input.destination, current);
+          changed.destination = JSON.stringify(checked.destination);
+          changed.secret = checked.secret;
+        }
+        await trx
+          .updateTable('event_streams')
+          .set({
+            name: changed.name, status: changed.status, subscriptions: changed.subscriptions,
+            destination: changed.destination, secret: changed.secret, updated_at: changed.updated_at,
+          })
+          .where('tenant_id', '=', tenantId)
+          .where('id', '=', id)
+          .execute();
+        return present(changed);
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw nameTaken();
+      throw error;
+    }
+  }
+
+  /** Deliveries and their attempts go with the stream (foreign keys cascade). */
+  async delete(tenantId: string, id: string): Promise<void> {
+    const removed = await this.database.db.deleteFrom('event_streams').where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+    if (removed.numDeletedRows === 0n) throw streamNotFound();
+  }
+
+  /** The stream's webhook with its secret opened: for the delivery worker only. */
+  openSecret(sealed: string | null): string | undefined {
+    return sealed === null ? undefined : this.secretBox.open(sealed);
+  }
+
+  private async row(db: Database['db'] | Tx, tenantId: string, id: string, lock = false): Promise<Selectable<EventStreamsTable>> {
+    const row = await db
+      .selectFrom('event_streams')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .$if(lock && this.database.dialect === 'postgres', (q) => q.forUpdate())
+      .executeTakeFirst();
+    if (!row) throw streamNotFound();
+    return row;
+  }
+
+  private checkDestination(
+    input: Destination,
+    current: Selectable<EventStreamsTable> | undefined,
+  ): { destination: PublicDestination; secret: string | null } {
+    if (input.type !== 'webhook') {
+      throw new ApiError(400, `Destination type '${input.type}' is not supported by this server; use 'webhook'.`, 'operation_not_supported');
+    }
+    const { webhook_endpoint: endpoint, webhook_authorization: auth } = input.configuration;
+    if (endpoint === undefined) {
+      throw badRequest.body("Payload validation error: 'Missing required property: webhook_endpoint' on property destination.configuration.");
+    }
+    if (auth === undefined) {
+      throw badRequest.body("Payload validation error: 'Missing required property: webhook_authorization' on property destination.configuration.");
+    }
+    this.checkEndpoint(endpoint);
+    const previous = current ? (JSON.parse(current.destination) as PublicDestination).configuration.webhook_authorization : undefined;
+    const keep = previous?.method === auth.method && current?.secret ? current.secret : null;
+    const sealed = (secret: string | undefined, name: string): string => {
+      if (secret !== undefined) return this.secretBox.seal(secret);
+      if (keep !== null) return keep;
+      throw badRequest.body(`Payload validation error: 'Missing required property: ${name}' on property destination.configuration.webhook_authorization.`);
+    };
+    const missing = (name: string) =>
+      badRequest.body(`Payload validation error: 'Missing required property: ${name}' on property destination.configuration.webhook_authorization.`);
+    let publicAuth: Record<string, string>;
+    let secret: string;
+    switch (auth.method) {
+      case 'bearer':
+        publicAuth = { method: 'bearer' };
+        secret = sealed(auth.token, 'token');
+        break;
+      case 'basic':
+        if (auth.username === undefined) throw missing('username');
+        publicAuth = { method: 'basic', username: auth.username };
+        secret = sealed(auth.password, 'password');
+        break;
+      case 'custom_header':
+        if (auth.header_key === undefined) throw missing('header_key');
+        publicAuth = { method: 'custom_header', header_key: auth.header_key };
+        secret = sealed(auth.header_value, 'header_value');
+        break;
+    }
+    return { destination: { type: 'webhook', configuration: { webhook_endpoint: endpoint, webhook_authorization: publicAuth } }, secret };
+  }
+
+  private checkEndpoint(endpoint: string): void {
+    const refuse = () =>
+      badRequest.body(
+        `Payload validation error: 'String does not match pattern ^https://.*: ${endpoint}' on property destination.configuration.webhook_endpoint (URL of the webhook).`,
+      );
+    let url: URL;
+    try {
+      url = new URL(endpoint);
+    } catch {
+      throw refuse();
+    }
+    if (this.options.allowHttp) {
+      if (url.protocol !== 'https:' && url.protocol !== 'http:') throw refuse();
+      return;
+    }
+    if (url.protocol !== 'https:' || LOOPBACK.test(url.hostname)) throw refuse();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Outbox
+
+  /**
+   * Writes an event and one pending delivery per enabled stream subscribed to its type, inside the
+   * caller's transaction: the change and its event commit (or roll back) together.
+   */
+  async record(trx: Tx, input: EventInput): Promise<void> {
+    const streams = await trx
+      .selectFrom('event_streams')
+      .select(['id', 'subscriptions'])
+      .where('tenant_id', '=', input.tenantId)
+      .where('status', '=', 'enabled')
+      .execute();
+    const targets = streams.filter((s) => (JSON.parse(s.subscriptions) as Array<{ event_type: string }>).some((x) => x.event_type === input.type));
+    if (targets.length === 0) return;
+    const tenant = await trx.selectFrom('tenants').select('domain').where('id', '=', input.tenantId).executeTakeFirstOrThrow();
+    const at = now();
+    const id = newId.event();
+    await trx
+      .insertInto('events')
+      .values({ id, tenant_id: input.tenantId, type: input.type, time: at, source: sourceFor(tenant.domain), data: JSON.stringify(input.data), purpose: null })
+      .execute();
+    await trx.insertInto('deliveries').values(targets.map((s) => newDelivery(s.id, id, input.type, at))).execute();
+  }
+
+  async test(tenantId: string, streamId: string, input: TestBody): Promise<Delivery> {
+    return this.database.db.transaction().execute(async (trx) => {
+      const stream = await this.row(trx, tenantId, streamId);
+      if (stream.status !== 'enabled') throw conflict('Test events are not delivered to disabled event streams.');
+      const tenant = await trx.selectFrom('tenants').select('domain').where('id', '=', tenantId).executeTakeFirstOrThrow();
+      const at = now();
+      const event = {
+        id: newId.event(), tenant_id: tenantId, type: input.event_type, time: at, source: sourceFor(tenant.domain),
+        data: JSON.stringify(input.data ?? sampleData(input.event_type)), purpose: 'test',
+      };
+      await trx.insertInto('events').values(event).execute();
+      await trx.insertInto('deliveries').values(newDelivery(streamId, event.id, input.event_type, at)).execute();
+      return { id: event.id, event_stream_id: streamId, event_type: input.event_type, status: 'pending', attempts: [], event: envelope(event, streamId) };
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Deliveries log and redelivery
+
+  async deliveries(tenantId: string, streamId: string, query: DeliveriesQuery): Promise<{ deliveries: Delivery[]; next?: string }> {
+    await this.row(this.database.db, tenantId, streamId);
+    const statuses = list(query.statuses);
+    const types = list(query.event_types);
+    const take = query.take ?? DEFAULT_TAKE;
+    // Only failed deliveries are logged (the original's "delivery failure" list).
+    if (statuses && !statuses.includes('failed')) return { deliveries: [] };
+    let q = this.database.db.selectFrom('deliveries').selectAll().where('stream_id', '=', streamId).where('status', '=', 'failed');
+    if (types) q = q.where('event_type', 'in', types);
+    if (query.date_from !== undefined) q = q.where('event_time', '>=', isoMs(query.date_from));
+    if (query.date_to !== undefined) q = q.where('event_time', '<', isoMs(query.date_to));
+    if (query.from !== undefined) q = q.where('event_id', '>', decodeCursor(query.from, idPattern.event));
+    const rows = await q.orderBy('event_id').limit(take + 1).execute();
+    const page = rows.slice(0, take);
+    const last = page[page.length - 1];
+    return { deliveries: await this.present(page), ...(rows.length > take && last ? { next: encodeCursor(last.event_id) } : {}) };
+  }
+
+  async delivery(tenantId: string, streamId: string, eventId: string): Promise<Delivery> {
+    await this.row(this.database.db, tenantId, streamId);
+    const row = await this.database.db
+      .selectFrom('deliveries')
+      .selectAll()
+      .where('stream_id', '=', streamId)
+      .where('event_id', '=', eventId)
+      .executeTakeFirst();
+    if (!row) throw eventNotFound();
+    const [delivery] = await this.present([row]);
+    return delivery!;
+  }
+
+  /**
+   * Queues every failed delivery matching the filter again: one INSERT … SELECT of the `retrying`
+   * attempt rows and one UPDATE, in one transaction; no delivery is loaded into memory.
+   */
+  async redeliver(tenantId: string, streamId: string, filter: RedeliverBody): Promise<void> {
+    const at = now();
+    await this.database.db.transaction().execute(async (trx) => {
+      await this.row(trx, tenantId, streamId, true);
+      const matching = (eb: ExpressionBuilder<Schema, 'deliveries'>) => {
+        const conditions = [eb('stream_id', '=', streamId), eb('status', '=', 'failed')];
+        if (filter.event_types && filter.event_types.length > 0) conditions.push(eb('event_type', 'in', filter.event_types));
+        if (filter.date_from !== undefined) conditions.push(eb('event_time', '>=', isoMs(filter.date_from)));
+        if (filter.date_to !== undefined) conditions.push(eb('event_time', '<', isoMs(filter.date_to)));
+        return eb.and(conditions);
+      };
+      if (filter.statuses && !filter.statuses.includes('failed')) return;
+      await this.queueAgain(trx, matching, at);
+    });
+  }
+
+  async redeliverOne(tenantId: string, streamId: string, eventId: string): Promise<void> {
+    const at = now();
+    await this.database.db.transaction().execute(async (trx) => {
+      await this.row(trx, tenantId, streamId, true);
+      const row = await trx
+        .selectFrom('deliveries')
+        .select('status')
+        .where('stream_id', '=', streamId)
+        .where('event_id', '=', eventId)
+        .$if(this.database.dialect === 'postgres', (q) => q.forUpdate())
+        .executeTakeFirst();
+      if (!row) throw eventNotFound();
+      if (row.status !== 'failed') throw notRedeliverable();
+      await this.queueAgain(trx, (eb) => eb.and([eb('stream_id', '=', streamId), eb('event_id', '=', eventId), eb('status', '=', 'failed')]), at);
+    });
+  }
+
+  private async queueAgain(
+    trx: Tx,
+    matching: (eb: ExpressionBuilder<Schema, 'deliveries'>) => ReturnType<ExpressionBuilder<Schema, 'deliveries'>['and']>,
+    at: string,
+  ): Promise<void> {
+    await trx
+      .insertInto('delivery_attempts')
+      .columns(['stream_id', 'event_id', 'seq', 'status', 'timestamp'])
+      .expression(
+        trx
+          .selectFrom('deliveries')
+          .select((eb) => [
+            'stream_id',
+            'event_id',
+            eb('attempt_seq', '+', 1).as('seq'),
+            sql<string>`${'retrying'}`.as('status'),
+            sql<string>`${at}`.as('timestamp'),
+          ])
+          .where(matching),
+      )
+      .execute();
+    await trx
+      .updateTable('deliveries')
+      .set((eb) => ({
+        status: 'pending',
+        attempt_count: 0,
+        attempt_seq: eb('attempt_seq', '+', 1),
+        next_attempt_at: at,
+        claimed_until: null,
+        updated_at: at,
+      }))
+      .where(matching)
+      .execute();
+  }
+
+  private async present(rows: Array<Selectable<DeliveriesTable>>): Promise<Delivery[]> {
+    if (rows.length === 0) return [];
+    const streamId = rows[0]!.stream_id;
+    const ids = rows.map((r) => r.event_id);
+    const [events, attempts] = await Promise.all([
+      this.database.db.selectFrom('events').selectAll().where('id', 'in', ids).execute(),
+      this.database.db
+        .selectFrom('delivery_attempts')
+        .selectAll()
+        .where('stream_id', '=', streamId)
+        .where('event_id', 'in', ids)
+        .where('status', 'in', ['failed', 'retrying'])
+        .orderBy('seq')
+        .execute(),
+    ]);
+    const eventById = new Map(events.map((e) => [e.id, e]));
+    const attemptsById = new Map<string, Attempt[]>();
+    for (const a of attempts) {
+      const listed = attemptsById.get(a.event_id) ?? [];
+      listed.push(presentAttempt(a));
+      attemptsById.set(a.event_id, listed);
+    }
+    return rows.map((r) => ({
+      id: r.event_id,
+      event_stream_id: r.stream_id,
+      event_type: r.event_type,
+      status: r.status,
+      attempts: attemptsById.get(r.event_id) ?? [],
+      event: envelope(eventById.get(r.event_id)!, r.stream_id),
+    }));
+  }
+}
+
+function newDelivery(streamId: string, eventId: string, type: string, at: string): Selectable<DeliveriesTable> {
+  return {
+    stream_id: streamId, event_id: eventId, event_type: type as EventType, event_time: at, status: 'pending',
+    attempt_count: 0, attempt_seq: 0, next_attempt_at: at, claimed_until: null, updated_at: at,
+  };
+}
+
+function presentAttempt(a: Selectable<DeliveryAttemptsTable>): Attempt {
+  return {
+    status: a.status,
+    ...(a.error_message === null ? {} : { error_message: a.error_message }),
+    timestamp: a.timestamp,
+    ...(a.duration === null ? {} : { duration: Number(a.duration) }),
+  };
+}
+
+function list(raw: string | undefined): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const values = raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
+  return values.length === 0 ? undefined : values;
+}
+
+function present(row: Selectable<EventStreamsTable>): EventStream {
+  return {
+    id: row.id,
+    status: row.status,
+    ...(row.name === null ? {} : { name: row.name }),
+    subscriptions: JSON.parse(row.subscriptions) as Array<{ event_type: string }>,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    destination: JSON.parse(row.destination) as PublicDestination,
+  };
+}
+
+export type { Authorization };

@@ -1,0 +1,56 @@
+import net from 'node:net';
+import { Agent, setGlobalDispatcher } from 'undici';
+import { createCertificateAuthority, issueServerCertificate, type PemPair } from '../../src/tls/dev-ca.ts';
+import { startTestServer, type TestServer } from './server.ts';
+
+export interface HttpsTestServer {
+  server: TestServer;
+  /** `localhost:<port>`: the tenant's domain, what the SDK's `domain` option takes. */
+  domain: string;
+  /** The CA that issued the server's certificate. */
+  caPem: string;
+  close(): Promise<void>;
+}
+
+let tls: { ca: PemPair; leaf: PemPair } | undefined;
+
+/**
+ * One CA and certificate per process, trusted by the process-wide fetch dispatcher (the SDK calls
+ * the global fetch). Sharing them lets several servers run in one test file; each test file runs in
+ * its own process, so changing the global dispatcher affects no other file.
+ */
+function processTls(): { ca: PemPair; leaf: PemPair } {
+  if (tls === undefined) {
+    const ca = createCertificateAuthority();
+    tls = { ca, leaf: issueServerCertificate(ca, ['localhost', '127.0.0.1']) };
+    setGlobalDispatcher(new Agent({ connect: { ca: ca.cert } }));
+  }
+  return tls;
+}
+
+/** The port must be known before the server starts, because the tenant's domain includes it. */
+async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+/**
+ * A test server listening for real on HTTPS at 127.0.0.1, for clients (the official SDK) that only
+ * speak HTTPS to `https://${domain}`. Its admin token's audience is `https://${domain}/api/v2/`.
+ */
+export async function startHttpsTestServer(kind: 'sqlite' | 'postgres', overrides: Record<string, string> = {}): Promise<HttpsTestServer> {
+  const { ca, leaf } = processTls();
+  const port = await freePort();
+  const domain = `localhost:${port}`;
+  const server = await startTestServer(kind, { TENANT_DOMAIN: domain, ...overrides }, { https: { cert: leaf.cert, key: leaf.key } });
+  try {
+    await server.app.listen({ port, host: '127.0.0.1' });
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
+  return { server, domain, caPem: ca.cert, close: () => server.close() };
+}
