@@ -16,6 +16,19 @@ export function randomString(alphabet: string, length: number): string {
   return out;
 }
 
+const processRandom = randomBytes(5).toString('hex');
+let objectIdCounter = randomBytes(3).readUIntBE(0, 3);
+
+/**
+ * ObjectId layout: seconds, a per-process random part, a counter. Ids made close in time sort close
+ * together, so a bulk import appends to the primary-key index instead of scattering writes over it.
+ */
+function objectId(): string {
+  objectIdCounter = (objectIdCounter + 1) & 0xffffff;
+  const seconds = Math.floor(Date.now() / 1000).toString(16).padStart(8, '0');
+  return `${seconds}${processRandom}${objectIdCounter.toString(16).padStart(6, '0')}`;
+}
+
 /** Identifier formats of the original (compat notes §0). */
 export const newId = {
   eventStream: () => `est_${randomString(BASE58, 22)}`,
@@ -25,8 +38,8 @@ export const newId = {
   connection: () => `con_${randomString(BASE62, 16)}`,
   clientId: () => randomString(BASE62, 32),
   clientSecret: () => randomBytes(48).toString('base64url'),
-  /** Database users: 24 hex digits, as the original's ObjectId-like ids. */
-  userLocalId: () => randomBytes(12).toString('hex'),
+  /** Database users: 24 hex digits laid out as the original's ObjectIds. */
+  userLocalId: () => objectId(),
   keyId: () => randomString(BASE62, 22),
   requestId: () => randomString(BASE62, 20),
 };

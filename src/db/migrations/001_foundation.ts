@@ -51,8 +51,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('users_pk', ['tenant_id', 'user_id'])
-    .addUniqueConstraint('users_connection_email', ['tenant_id', 'connection', 'email'])
+    // One email per connection; its (tenant_id, email) prefix also serves GET /users-by-email's
+    // exact, case-sensitive lookup, so no second index is kept up to date on every insert.
+    .addUniqueConstraint('users_email_connection', ['tenant_id', 'email', 'connection'])
     .execute();
-  // The lookup of GET /users-by-email: an exact, case-sensitive match within one tenant.
-  await db.schema.createIndex('users_email').on('users').columns(['tenant_id', 'email']).execute();
 }
