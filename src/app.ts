@@ -59,7 +59,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     },
   };
   const app = Fastify({
-    logger,
+    // Silent means no logger at all, rather than a per-request child logger that writes nothing.
+    logger: config.logLevel === 'silent' ? false : logger,
     ...(options.https ? { https: options.https as FastifyHttpsOptions<never>['https'] } : {}),
     bodyLimit: config.bodyLimitBytes,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
@@ -87,20 +88,14 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
     done(null, parseFormBody(body as string));
   });
-  app.addHook('preValidation', async (request) => {
+  // A callback hook, not an async one: it runs on every request and nearly always does nothing.
+  app.addHook('preValidation', (request, _reply, done) => {
     const schema = request.routeOptions.schema?.body;
     if (schema && request.body !== undefined && request.headers['content-type']?.startsWith('application/x-www-form-urlencoded')) {
       request.body = coerceFormBody(schema, request.body);
     }
+    done();
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
-    const type = reply.getHeader('content-type');
-    if (typeof type === 'string' && type.startsWith('application/json') && !type.includes('charset')) {
-      reply.header('content-type', 'application/json; charset=utf-8');
-    }
-    return payload;
-  });
-
   registerErrorHandling(app, config.bodyLimitBytes);
   registerRequestPipeline(app, {
     resolveTenant: (host) => services.tenants.resolve(host),

@@ -17,6 +17,7 @@ export function randomString(alphabet: string, length: number): string {
 }
 
 const processRandom = randomBytes(5).toString('hex');
+let requestCounter = 0;
 let objectIdCounter = randomBytes(3).readUIntBE(0, 3);
 
 /**
@@ -41,7 +42,8 @@ export const newId = {
   /** Database users: 24 hex digits laid out as the original's ObjectIds. */
   userLocalId: () => objectId(),
   keyId: () => randomString(BASE62, 22),
-  requestId: () => randomString(BASE62, 20),
+  /** Unique within the process and cheap: a random per-process prefix and a counter. */
+  requestId: () => `${processRandom}${(requestCounter++).toString(36)}`,
 };
 
 export const idPattern = {

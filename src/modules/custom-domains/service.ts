@@ -8,6 +8,7 @@ import { newId } from '../../ids.ts';
 import type { Tenant, TenantHost, TenantService } from '../tenants/service.ts';
 import type { CreateCustomDomainBody, ListCustomDomainsQuery, UpdateCustomDomainBody } from './schema.ts';
 import { txtRecordName, type DomainVerifier } from './verification.ts';
+import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 
 type Row = Selectable<CustomDomainsTable>;
 export type CustomDomainType = CustomDomainsTable['type'];
@@ -40,7 +41,6 @@ const tooMany = () => conflict('You reached the maximum number of custom domains
 const mustBeVerified = () => badRequest.body('The domain must be verified before it can be set as default.');
 const deletingDefault = () =>
   conflict('Cannot delete the default custom domain. Please set another domain as default before deleting this one.');
-const badCursor = () => badRequest.query("Query validation error: 'Invalid cursor' on property from (Cursor from which to start selection).");
 
 const DEFAULT_TAKE = 50;
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
@@ -196,9 +196,7 @@ export class CustomDomainService {
     const paged = query.take !== undefined || query.from !== undefined;
     const take = query.take ?? DEFAULT_TAKE;
     if (query.from !== undefined) {
-      const after = Buffer.from(query.from, 'base64url').toString('utf8');
-      if (Buffer.from(after, 'utf8').toString('base64url') !== query.from || after === '') throw badCursor();
-      select = select.where('domain', '>', after);
+      select = select.where('domain', '>', decodeCursor(query.from, () => true));
     }
     const rows = await select.orderBy('domain').$if(paged, (q) => q.limit(take + 1)).execute();
     const defaultId = await this.defaultId(db, tenantId);
@@ -206,7 +204,7 @@ export class CustomDomainService {
     const items = page.map((r) => project(this.present(r, defaultId), query.fields, query.include_fields));
     if (!paged) return items;
     const last = page[page.length - 1];
-    return { custom_domains: items, ...(rows.length > take && last ? { next: Buffer.from(last.domain, 'utf8').toString('base64url') } : {}) };
+    return { custom_domains: items, ...(rows.length > take && last ? { next: encodeCursor(last.domain) } : {}) };
   }
 
   async update(tenantId: string, id: string, input: UpdateCustomDomainBody): Promise<CustomDomain> {

@@ -2,6 +2,7 @@ import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import type { Database, Tx } from '../../db/database.ts';
 import { isUniqueViolation, now } from '../../db/database.ts';
 import type { DeliveriesTable, DeliveryAttemptsTable, EventStreamsTable, Schema } from '../../db/schema.ts';
+import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 import { ApiError, badRequest, conflict } from '../../http/errors.ts';
 import { idPattern, newId } from '../../ids.ts';
 import type { SecretBox } from '../../secret-box.ts';
@@ -49,14 +50,6 @@ const notRedeliverable = () => conflict('The event is not in a state that allows
 
 const DEFAULT_TAKE = 50;
 
-const encodeCursor = (id: string): string => Buffer.from(id, 'utf8').toString('base64url');
-function decodeCursor(cursor: string, pattern: RegExp): string {
-  const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!pattern.test(id) || encodeCursor(id) !== cursor) {
-    throw badRequest.query("Query validation error: 'Invalid cursor' on property from (Cursor from which to start selection).");
-  }
-  return id;
-}
 
 function after(previous: string): string {
   const current = now();
@@ -131,7 +124,7 @@ export class EventStreamService {
   async list(tenantId: string, options: { from?: string; take?: number }): Promise<{ eventStreams: EventStream[]; next?: string }> {
     const take = options.take ?? DEFAULT_TAKE;
     let query = this.database.db.selectFrom('event_streams').selectAll().where('tenant_id', '=', tenantId);
-    if (options.from !== undefined) query = query.where('id', '>', decodeCursor(options.from, idPattern.eventStream));
+    if (options.from !== undefined) query = query.where('id', '>', decodeCursor(options.from, (id) => idPattern.eventStream.test(id)));
     const rows = await query.orderBy('id').limit(take + 1).execute();
     const page = rows.slice(0, take);
     const last = page[page.length - 1];
@@ -310,7 +303,7 @@ export class EventStreamService {
     if (types) q = q.where('event_type', 'in', types);
     if (query.date_from !== undefined) q = q.where('event_time', '>=', isoMs(query.date_from));
     if (query.date_to !== undefined) q = q.where('event_time', '<', isoMs(query.date_to));
-    if (query.from !== undefined) q = q.where('event_id', '>', decodeCursor(query.from, idPattern.event));
+    if (query.from !== undefined) q = q.where('event_id', '>', decodeCursor(query.from, (id) => idPattern.event.test(id)));
     const rows = await q.orderBy('event_id').limit(take + 1).execute();
     const page = rows.slice(0, take);
     const last = page[page.length - 1];

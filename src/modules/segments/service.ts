@@ -2,10 +2,11 @@ import type { Selectable } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { isUniqueViolation, now } from '../../db/database.ts';
 import type { SegmentsTable } from '../../db/schema.ts';
-import { ApiError, badRequest, conflict } from '../../http/errors.ts';
+import { ApiError, conflict } from '../../http/errors.ts';
 import { idPattern, newId } from '../../ids.ts';
 import { evaluateSegment, type Evaluation } from './evaluate.ts';
 import type { CreateSegmentBody, Rule, SegmentType, SignInContext, UpdateSegmentBody } from './schema.ts';
+import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 
 export interface Segment {
   id: string;
@@ -26,19 +27,9 @@ export const segmentNotFound = () => new ApiError(404, 'Segment not found.', 'in
 const nameTaken = () => conflict('A segment with this name already exists.', 'segment_name_conflict');
 /** Segments the service provides ('svc') are read-only, as the original's are. */
 const readOnly = () => new ApiError(403, 'Segment cannot be modified.');
-const badCursor = () => badRequest.query("Query validation error: 'Invalid cursor' on property from (Cursor from which to start selection).");
 
 const DEFAULT_TAKE = 25;
 
-/** Opaque to clients: the last id of the page, base64url-encoded. */
-const encodeCursor = (id: string): string => Buffer.from(id, 'utf8').toString('base64url');
-
-function decodeCursor(cursor: string): string {
-  const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  // Node's decoder skips characters it does not know, so only an exact round trip is a valid cursor.
-  if (!idPattern.segment.test(id) || encodeCursor(id) !== cursor) throw badCursor();
-  return id;
-}
 
 /**
  * A timestamp strictly after `previous`: two updates within one millisecond (or a clock stepping
@@ -100,7 +91,7 @@ export class SegmentService {
   async list(tenantId: string, options: { from?: string; take?: number; type?: SegmentType }): Promise<SegmentPage> {
     const take = options.take ?? DEFAULT_TAKE;
     let query = this.database.db.selectFrom('segments').selectAll().where('tenant_id', '=', tenantId);
-    if (options.from !== undefined) query = query.where('id', '>', decodeCursor(options.from));
+    if (options.from !== undefined) query = query.where('id', '>', decodeCursor(options.from, (id) => idPattern.segment.test(id)));
     if (options.type !== undefined) query = query.where('type', '=', options.type);
     // One row past the page tells whether there is a next page without a count.
     const rows = await query.orderBy('id').limit(take + 1).execute();

@@ -1,0 +1,16 @@
+import { badRequest } from './errors.ts';
+
+/** Paging cursors are the last key of a page, base64url-encoded: opaque to clients. */
+export const encodeCursor = (key: string): string => Buffer.from(key, 'utf8').toString('base64url');
+
+/**
+ * The key a cursor stands for. Node's base64 decoder skips characters it does not know, so only a
+ * cursor that round-trips exactly, to a key of the expected form, is one this server made.
+ */
+export function decodeCursor(cursor: string, isKey: (key: string) => boolean): string {
+  const key = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (key === '' || !isKey(key) || encodeCursor(key) !== cursor) {
+    throw badRequest.query("Query validation error: 'Invalid cursor' on property from (Cursor from which to start selection).");
+  }
+  return key;
+}
