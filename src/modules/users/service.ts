@@ -1,6 +1,7 @@
 import { randomBytes, scrypt as scryptCallback, type BinaryLike, type ScryptOptions } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type { Database } from '../../db/database.ts';
+import type { UsersTable } from '../../db/schema.ts';
 import { isUniqueViolation, now } from '../../db/database.ts';
 import { ApiError, badRequest, conflict, notFound } from '../../http/errors.ts';
 import { newId } from '../../ids.ts';
@@ -56,17 +57,7 @@ export type UserChangeListener = (
 
 const MIN_PASSWORD_LENGTH = 8;
 
-interface ImportRow {
-  tenant_id: string;
-  user_id: string;
-  connection: string;
-  email: string | null;
-  document: string;
-  idp_tokens: string | null;
-  password_hash: string | null;
-  created_at: string;
-  updated_at: string;
-}
+type ImportRow = UsersTable;
 const IMPORT_COLUMNS: ReadonlyArray<keyof ImportRow> = [
   'tenant_id', 'user_id', 'connection', 'email', 'document', 'idp_tokens', 'password_hash', 'created_at', 'updated_at',
 ];
