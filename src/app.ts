@@ -6,7 +6,7 @@ import type { SecureContextOptions } from 'node:tls';
 import { badRequest } from './http/errors.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerRequestPipeline } from './http/hooks.ts';
-import { coerceFormBody, parseFormBody, validatorCompiler } from './http/validation.ts';
+import { registerFormBodySupport, validatorCompiler } from './http/validation.ts';
 import { newId } from './ids.ts';
 import { captchaRoutes } from './modules/captcha/routes.ts';
 import { eventStreamRoutes } from './modules/event-streams/routes.ts';
@@ -85,17 +85,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       done(badRequest.malformedJson(), undefined);
     }
   });
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
-    done(null, parseFormBody(body as string));
-  });
-  // A callback hook, not an async one: it runs on every request and nearly always does nothing.
-  app.addHook('preValidation', (request, _reply, done) => {
-    const schema = request.routeOptions.schema?.body;
-    if (schema && request.body !== undefined && request.headers['content-type']?.startsWith('application/x-www-form-urlencoded')) {
-      request.body = coerceFormBody(schema, request.body);
-    }
-    done();
-  });
+  registerFormBodySupport(app);
   registerErrorHandling(app, config.bodyLimitBytes);
   registerRequestPipeline(app, {
     resolveTenant: (host) => services.tenants.resolve(host),

@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject, type Format, type Options, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import qs from 'qs';
 import { ApiError, badRequest } from './errors.ts';
 
@@ -59,13 +59,6 @@ for (const ajv of [bodyAjv, stringlyAjv, formAjv]) {
 /** Adds a named format to every validator; must run before the routes using it are compiled. */
 export function registerFormat(name: string, format: Format): void {
   for (const ajv of [bodyAjv, stringlyAjv, formAjv]) ajv.addFormat(name, format);
-}
-
-/** Makes a schema with an `$id` resolvable by `$ref` from route schemas (fastify's addSchema is bypassed). */
-export function addSharedSchema(schema: Json & { $id: string }): void {
-  for (const ajv of [bodyAjv, stringlyAjv, formAjv]) {
-    if (!ajv.getSchema(schema.$id)) ajv.addSchema(schema);
-  }
 }
 
 const bodyCache = new WeakMap<object, ValidateFunction>();
@@ -398,11 +391,14 @@ export function coerceFormBody(schema: unknown, body: unknown): unknown {
   return holder.value;
 }
 
-/** preValidation hook applying coerceFormBody to form-encoded requests; register on the root instance. */
-export async function formBodyPreValidation(request: FastifyRequest): Promise<void> {
-  if (!isFormRequest(request)) return;
+/**
+ * preValidation hook applying coerceFormBody to form-encoded requests; register on the root instance.
+ * A callback hook, not an async one: it runs on every request and nearly always does nothing.
+ */
+export function formBodyPreValidation(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
   const schema = request.routeOptions.schema?.body;
-  if (schema !== undefined) request.body = coerceFormBody(schema, request.body);
+  if (schema !== undefined && isFormRequest(request)) request.body = coerceFormBody(schema, request.body);
+  done();
 }
 
 /** Installs the form parser and the coercion hook on `app` (call on the root, before routes). */
