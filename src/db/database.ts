@@ -64,3 +64,12 @@ export function isUniqueViolation(error: unknown): boolean {
 }
 
 export const now = (): string => new Date().toISOString();
+
+/**
+ * A timestamp strictly after `previous`: two updates within one millisecond (or a clock stepping
+ * back) still yield an updated_at that moves forward.
+ */
+export function nowAfter(previous: string): string {
+  const current = now();
+  return current > previous ? current : new Date(Date.parse(previous) + 1).toISOString();
+}

@@ -1,6 +1,6 @@
 import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import type { Database, Tx } from '../../db/database.ts';
-import { isUniqueViolation, now } from '../../db/database.ts';
+import { isUniqueViolation, now, nowAfter } from '../../db/database.ts';
 import type { DeliveriesTable, DeliveryAttemptsTable, EventStreamsTable, Schema } from '../../db/schema.ts';
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 import { ApiError, badRequest, conflict } from '../../http/errors.ts';
@@ -51,10 +51,6 @@ const notRedeliverable = () => conflict('The event is not in a state that allows
 const DEFAULT_TAKE = 50;
 
 
-function after(previous: string): string {
-  const current = now();
-  return current > previous ? current : new Date(Date.parse(previous) + 1).toISOString();
-}
 
 const isoMs = (value: string): string => new Date(value).toISOString();
 
@@ -135,7 +131,7 @@ export class EventStreamService {
     try {
       return await this.database.db.transaction().execute(async (trx) => {
         const current = await this.row(trx, tenantId, id, true);
-        const changed: Selectable<EventStreamsTable> = { ...current, updated_at: after(current.updated_at) };
+        const changed: Selectable<EventStreamsTable> = { ...current, updated_at: nowAfter(current.updated_at) };
         if (input.name !== undefined) changed.name = input.name;
         if (input.status !== undefined) changed.status = input.status;
         if (input.subscriptions !== undefined) changed.subscriptions = JSON.stringify(input.subscriptions);

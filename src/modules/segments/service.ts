@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { isUniqueViolation, now } from '../../db/database.ts';
+import { isUniqueViolation, now, nowAfter } from '../../db/database.ts';
 import type { SegmentsTable } from '../../db/schema.ts';
 import { ApiError, conflict } from '../../http/errors.ts';
 import { idPattern, newId } from '../../ids.ts';
@@ -31,15 +31,6 @@ const readOnly = () => new ApiError(403, 'Segment cannot be modified.');
 const DEFAULT_TAKE = 25;
 
 
-/**
- * A timestamp strictly after `previous`: two updates within one millisecond (or a clock stepping
- * back) still yield an updated_at that moves forward.
- */
-function after(previous: string): string {
-  const current = now();
-  if (current > previous) return current;
-  return new Date(Date.parse(previous) + 1).toISOString();
-}
 
 function present(row: Selectable<SegmentsTable>): Segment {
   return {
@@ -119,7 +110,7 @@ export class SegmentService {
           ...(input.name === undefined ? {} : { name: input.name }),
           ...(input.description === undefined ? {} : { description: input.description }),
           ...(input.rules === undefined ? {} : { rules: JSON.stringify(input.rules) }),
-          updated_at: after(current.updated_at),
+          updated_at: nowAfter(current.updated_at),
         };
         await trx
           .updateTable('segments')

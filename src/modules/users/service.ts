@@ -2,7 +2,7 @@ import { randomBytes, scrypt as scryptCallback, type BinaryLike, type ScryptOpti
 import type { Statement } from 'better-sqlite3';
 import type { Database } from '../../db/database.ts';
 import type { UsersTable } from '../../db/schema.ts';
-import { isUniqueViolation, now } from '../../db/database.ts';
+import { isUniqueViolation, now, nowAfter } from '../../db/database.ts';
 import { ApiError, badRequest, conflict, notFound } from '../../http/errors.ts';
 import { newId } from '../../ids.ts';
 import type { SecretBox } from '../../secret-box.ts';
@@ -180,8 +180,7 @@ export class UserService {
           user[key] = value;
         }
       }
-      const current = now();
-      user.updated_at = current > row.updated_at ? current : new Date(Date.parse(row.updated_at) + 1).toISOString();
+      user.updated_at = nowAfter(row.updated_at);
       await trx
         .updateTable('users')
         .set({ document: JSON.stringify(user), email: user.email ?? null, updated_at: user.updated_at })
