@@ -150,6 +150,14 @@ export interface SeedFigures {
   ownMs?: number;
 }
 
+/** CPU time (user + system) a process has used so far, in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
+export function readCpuMs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name, which is in parentheses and may hold spaces: utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 export function readRss(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
@@ -236,9 +244,12 @@ export async function spawnBare(response: RecordedResponse, dir: string): Promis
   return spawnChild('bare.ts', [file]);
 }
 
-/** Starts bench/server.ts on an existing (or new) DATA_DIR and returns it with its admin token. */
-export async function spawnServer(dataDir: string): Promise<Child & { port: number; token: string }> {
-  const child = await spawnChild('server.ts', [], serverEnv(dataDir));
+/**
+ * Starts bench/server.ts on an existing (or new) DATA_DIR and returns it with its admin token;
+ * `env` adds to or overrides serverEnv (DATABASE_URL for PostgreSQL, DELIVERY_* settings…).
+ */
+export async function spawnServer(dataDir: string, env: Record<string, string> = {}): Promise<Child & { port: number; token: string }> {
+  const child = await spawnChild('server.ts', [], { ...serverEnv(dataDir), ...env });
   return Object.assign(child, { port: child.ready.port as number, token: child.ready.token as string });
 }
 

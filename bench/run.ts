@@ -4,6 +4,7 @@
  */
 import os from 'node:os';
 import type { BenchContext } from './lib.ts';
+import * as deliveries from './deliveries.ts';
 import * as importBench from './import.ts';
 import * as tokenGrants from './token-grants.ts';
 import * as usersByEmail from './users-by-email.ts';
@@ -12,6 +13,9 @@ const benchmarks: Record<string, (context: BenchContext) => Promise<void>> = {
   import: importBench.run,
   'users-by-email': usersByEmail.run,
   'token-grants': tokenGrants.run,
+  'delivery-throughput': deliveries.throughput,
+  'delivery-latency': deliveries.latency,
+  redelivery: deliveries.redelivery,
 };
 
 const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));

@@ -11,16 +11,19 @@ import { newId } from './ids.ts';
 import { captchaRoutes } from './modules/captcha/routes.ts';
 import { eventStreamRoutes } from './modules/event-streams/routes.ts';
 import { customDomainRoutes } from './modules/custom-domains/routes.ts';
+import { emailTemplateRoutes } from './modules/email-templates/routes.ts';
+import { jobRoutes } from './modules/jobs/routes.ts';
+import { ticketRoutes } from './modules/tickets/routes.ts';
 import { oauthRoutes } from './modules/oauth/routes.ts';
 import { segmentRoutes } from './modules/segments/routes.ts';
 import { userRoutes } from './modules/users/routes.ts';
 import type { Services } from './services.ts';
 
 /** Each area's routes, registered in this order. */
-const modules: ReadonlyArray<(app: FastifyInstance, services: Services) => Promise<void>> = [oauthRoutes, userRoutes, segmentRoutes, captchaRoutes, eventStreamRoutes, customDomainRoutes];
+const modules: ReadonlyArray<(app: FastifyInstance, services: Services) => Promise<void>> = [oauthRoutes, userRoutes, segmentRoutes, captchaRoutes, eventStreamRoutes, customDomainRoutes, emailTemplateRoutes, ticketRoutes, jobRoutes];
 
 export interface AppOptions {
-  /** PEM certificate and key: the server speaks HTTPS. */
+  /** PEM certificate and key: the server speaks HTTPS, with them as the default certificate (custom domains get theirs by SNI). */
   https?: SecureContextOptions;
   /** Where JSON log lines go (stdout by default). */
   logStream?: NodeJS.WritableStream;
@@ -61,7 +64,9 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   const app = Fastify({
     // Silent means no logger at all, rather than a per-request child logger that writes nothing.
     logger: config.logLevel === 'silent' ? false : logger,
-    ...(options.https ? { https: options.https as FastifyHttpsOptions<never>['https'] } : {}),
+    ...(options.https
+      ? { https: { ...options.https, SNICallback: services.customDomainCertificates.sniCallback } as FastifyHttpsOptions<never>['https'] }
+      : {}),
     bodyLimit: config.bodyLimitBytes,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
     requestIdHeader: 'x-request-id',
@@ -99,7 +104,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       info: {
         title: 'Tenantry — Tenant Management API',
         version: '2.0.0',
-        description: 'Users by email, experimentation segments, CAPTCHA, event streams and custom domains, per tenant.',
+        description: 'Users by email, experimentation segments, CAPTCHA, event streams, custom domains, email templates, verification tickets and jobs, per tenant.',
       },
       components: {
         securitySchemes: {

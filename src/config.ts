@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { allowListEntryError } from './delivery/endpoint-guard.ts';
 
 /**
  * Every environment variable the server reads, parsed and typed in one place.
@@ -16,6 +17,13 @@ export interface Config {
   bootstrapClientSecret: string | undefined;
   tlsCertFile: string | undefined;
   tlsKeyFile: string | undefined;
+  /** Who issues the certificates of ready svc-managed custom domains served over HTTPS; none: the default certificate. */
+  customDomainCertSource: 'dev-ca' | 'none';
+  /** The development CA the dev-ca source signs with (PEM files, as `tenantry dev-cert` writes them). */
+  devCaCertFile: string;
+  devCaKeyFile: string;
+  /** How long a node serves a custom domain's certificate from memory before looking for a newer one. */
+  customDomainCertRefreshMs: number;
   encryptionKey: string | undefined;
   tokenLifetimeSeconds: number;
   rateLimitSize: number;
@@ -24,12 +32,16 @@ export interface Config {
   logLevel: string;
   /** Event delivery: the outbox worker runs unless DELIVERY_WORKER=false. */
   deliveryWorker: boolean;
-  /** Development only: webhook endpoints may be http:// and loopback. */
+  /** Development only: webhook endpoints may be http:// and at any address (loopback, private networks). */
   deliveryAllowHttp: boolean;
+  /** Hostnames, `*.domain`s, IPs and CIDRs webhooks may reach although they are not public addresses. */
+  deliveryAllowedHosts: string[];
   deliveryTimeoutMs: number;
   /** Delays before the retries of a failed attempt; attempts = retries + 1. */
   deliveryRetryScheduleMs: number[];
+  /** The worker's fallback poll: commits that queue deliveries, and retries falling due, wake it sooner. */
   deliveryPollMs: number;
+  /** How long a claimed delivery is reserved; always longer than deliveryTimeoutMs. */
   deliveryLeaseMs: number;
   deliveryConcurrency: number;
   deliveryPerStreamConcurrency: number;
@@ -37,8 +49,28 @@ export interface Config {
   customDomainEdgeDomain: string;
   /** Most custom domains one tenant may have. */
   customDomainsMax: number;
-  /** Resolvers asked when verifying custom domains (`ip` or `ip:port`); empty: the system's. */
+  /** How long after creation a pending custom domain is re-checked in the background before it is failed. */
+  customDomainVerifyWindowSeconds: number;
+  /** Delay before the first background re-check; each further one waits twice as long, up to the cap. */
+  customDomainRecheckInitialMs: number;
+  customDomainRecheckMaxMs: number;
+  /** Resolvers asked when verifying custom domains and resolving webhook endpoints (`ip` or `ip:port`); empty: the system's. */
   dnsServers: string[];
+  /** smtp:// or smtps:// URL of the mail server; unset: emails go to the development mailbox in DATA_DIR. */
+  smtpUrl: string | undefined;
+  /** From address of emails whose template names none; unset: no-reply@<the email's domain>. */
+  mailFrom: string | undefined;
+  /** The mail outbox worker runs unless MAIL_WORKER=false. */
+  mailWorker: boolean;
+  /** Longest wait for the mail server at each step of one send (connect, greeting, each reply). */
+  mailTimeoutMs: number;
+  /** Delays before the retries of an email the mail server refused for now; attempts = retries + 1. */
+  mailRetryScheduleMs: number[];
+  mailPollMs: number;
+  /** How long a claimed email is reserved; always longer than mailTimeoutMs. */
+  mailLeaseMs: number;
+  /** Emails in flight per node. */
+  mailConcurrency: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -71,6 +103,17 @@ function dnsServers(raw: string | undefined): string[] {
   return servers;
 }
 
+/** `DELIVERY_ALLOWED_HOSTS`: a comma list of hostnames, `*.domain`s, IP addresses and CIDRs. */
+function allowedHosts(raw: string | undefined): string[] {
+  if (raw === undefined) return [];
+  const entries = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const entry of entries) {
+    const error = allowListEntryError(entry);
+    if (error !== undefined) throw new ConfigError(`DELIVERY_ALLOWED_HOSTS: ${error}`);
+  }
+  return entries;
+}
+
 function flag(env: Env, name: string, fallback: boolean): boolean {
   const raw = text(env, name);
   if (raw === undefined) return fallback;
@@ -87,6 +130,30 @@ function integerList(env: Env, name: string, fallback: number[]): number[] {
   return values;
 }
 
+type MailSettings = Pick<Config, 'smtpUrl' | 'mailFrom' | 'mailWorker' | 'mailTimeoutMs' | 'mailRetryScheduleMs' | 'mailPollMs' | 'mailLeaseMs' | 'mailConcurrency'>;
+
+function mailSettings(env: Env): MailSettings {
+  const smtpUrl = text(env, 'SMTP_URL');
+  // The URL may hold a password: messages name the variable, never its value.
+  if (smtpUrl !== undefined && !/^smtps?:\/\/[^/]/.test(smtpUrl)) throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL');
+  const mailTimeoutMs = integer(env, 'MAIL_TIMEOUT_MS', 30000, 1);
+  const mailLeaseMs = integer(env, 'MAIL_LEASE_MS', 120000, 1);
+  // A lease that runs out while its send is still running lets another worker send the same email again.
+  if (mailLeaseMs <= mailTimeoutMs * 3) {
+    throw new ConfigError(`MAIL_LEASE_MS (${mailLeaseMs}) must be greater than three times MAIL_TIMEOUT_MS (${mailTimeoutMs})`);
+  }
+  return {
+    smtpUrl,
+    mailFrom: text(env, 'MAIL_FROM'),
+    mailWorker: flag(env, 'MAIL_WORKER', true),
+    mailTimeoutMs,
+    mailRetryScheduleMs: integerList(env, 'MAIL_RETRY_SCHEDULE_MS', [30000, 120000, 600000, 1800000, 3600000, 7200000]),
+    mailPollMs: integer(env, 'MAIL_POLL_MS', 500, 1),
+    mailLeaseMs,
+    mailConcurrency: integer(env, 'MAIL_CONCURRENCY', 4, 1),
+  };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 8080);
   const databaseUrl = text(env, 'DATABASE_URL');
@@ -98,10 +165,27 @@ export function loadConfig(env: Env = process.env): Config {
   if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
     throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
   }
+  const dataDir = path.resolve(text(env, 'DATA_DIR') ?? './data');
+  const certSource = text(env, 'CUSTOM_DOMAIN_CERT_SOURCE') ?? 'none';
+  if (certSource !== 'dev-ca' && certSource !== 'none') {
+    throw new ConfigError(`CUSTOM_DOMAIN_CERT_SOURCE must be dev-ca or none, got "${certSource}"`);
+  }
+  const devCaCertFile = text(env, 'DEV_CA_CERT_FILE');
+  const devCaKeyFile = text(env, 'DEV_CA_KEY_FILE');
+  if ((devCaCertFile === undefined) !== (devCaKeyFile === undefined)) {
+    throw new ConfigError('DEV_CA_CERT_FILE and DEV_CA_KEY_FILE must be set together');
+  }
+  const deliveryTimeoutMs = integer(env, 'DELIVERY_TIMEOUT_MS', 10000, 1);
+  const deliveryLeaseMs = integer(env, 'DELIVERY_LEASE_MS', 60000, 1);
+  // A lease that runs out while its send is still running lets another worker claim the delivery and
+  // send the same event again at the same time.
+  if (deliveryLeaseMs <= deliveryTimeoutMs) {
+    throw new ConfigError(`DELIVERY_LEASE_MS (${deliveryLeaseMs}) must be greater than DELIVERY_TIMEOUT_MS (${deliveryTimeoutMs})`);
+  }
   return {
     port,
     host: text(env, 'HOST') ?? '127.0.0.1',
-    dataDir: path.resolve(text(env, 'DATA_DIR') ?? './data'),
+    dataDir,
     databaseUrl,
     redisUrl: text(env, 'REDIS_URL'),
     tenantDomain: (text(env, 'TENANT_DOMAIN') ?? `localhost:${port}`).toLowerCase(),
@@ -109,6 +193,11 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrapClientSecret: text(env, 'BOOTSTRAP_CLIENT_SECRET'),
     tlsCertFile,
     tlsKeyFile,
+    customDomainCertSource: certSource,
+    // The files `tenantry dev-cert` writes when not told otherwise.
+    devCaCertFile: path.resolve(devCaCertFile ?? path.join(dataDir, 'tls', 'ca.pem')),
+    devCaKeyFile: path.resolve(devCaKeyFile ?? path.join(dataDir, 'tls', 'ca-key.pem')),
+    customDomainCertRefreshMs: integer(env, 'CUSTOM_DOMAIN_CERT_REFRESH_MS', 30000, 1),
     encryptionKey: text(env, 'ENCRYPTION_KEY'),
     tokenLifetimeSeconds: integer(env, 'TOKEN_LIFETIME_SECONDS', 86400, 1),
     rateLimitSize: integer(env, 'RATE_LIMIT_SIZE', 1000, 1),
@@ -117,14 +206,19 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: text(env, 'LOG_LEVEL') ?? 'info',
     deliveryWorker: flag(env, 'DELIVERY_WORKER', true),
     deliveryAllowHttp: flag(env, 'DELIVERY_ALLOW_HTTP', false),
-    deliveryTimeoutMs: integer(env, 'DELIVERY_TIMEOUT_MS', 10000, 1),
+    deliveryAllowedHosts: allowedHosts(text(env, 'DELIVERY_ALLOWED_HOSTS')),
+    deliveryTimeoutMs,
     deliveryRetryScheduleMs: integerList(env, 'DELIVERY_RETRY_SCHEDULE_MS', [1000, 2000, 4000]),
     deliveryPollMs: integer(env, 'DELIVERY_POLL_MS', 250, 1),
-    deliveryLeaseMs: integer(env, 'DELIVERY_LEASE_MS', 60000, 1),
+    deliveryLeaseMs,
     deliveryConcurrency: integer(env, 'DELIVERY_CONCURRENCY', 32, 1),
     deliveryPerStreamConcurrency: integer(env, 'DELIVERY_PER_STREAM_CONCURRENCY', 4, 1),
     customDomainEdgeDomain: (text(env, 'CUSTOM_DOMAIN_EDGE_DOMAIN') ?? 'edge.tenantry.local').toLowerCase(),
     customDomainsMax: integer(env, 'CUSTOM_DOMAINS_MAX', 20, 0),
+    customDomainVerifyWindowSeconds: integer(env, 'CUSTOM_DOMAIN_VERIFY_WINDOW_S', 48 * 3600, 1),
+    customDomainRecheckInitialMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_INITIAL_MS', 60_000, 1),
+    customDomainRecheckMaxMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_MAX_MS', 3_600_000, 1),
     dnsServers: dnsServers(text(env, 'DNS_SERVERS')),
+    ...mailSettings(env),
   };
 }

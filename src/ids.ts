@@ -34,9 +34,15 @@ function objectId(): string {
 export const newId = {
   eventStream: () => `est_${randomString(BASE58, 22)}`,
   event: () => `evt_${randomString(BASE58, 22)}`,
+  /** A stream's Standard Webhooks signing secret (not in the original). */
+  signingSecret: () => `whk_${randomString(BASE58, 22)}`,
   segment: () => `seg_${randomString(BASE58, 22)}`,
   customDomain: () => `cd_${randomString(BASE62, 16)}`,
   connection: () => `con_${randomString(BASE62, 16)}`,
+  /** The original's job ids: `job_` and 16 alphanumerics. */
+  job: () => `job_${randomString(BASE62, 16)}`,
+  /** Outbox emails; also the file name of a development mailbox entry. */
+  email: () => `msg_${randomString(BASE58, 22)}`,
   clientId: () => randomString(BASE62, 32),
   clientSecret: () => randomBytes(48).toString('base64url'),
   /** Database users: 24 hex digits laid out as the original's ObjectIds. */
@@ -49,6 +55,9 @@ export const newId = {
 export const idPattern = {
   eventStream: /^est_[1-9A-HJ-NP-Za-km-z]{22}$/,
   event: /^evt_[1-9A-HJ-NP-Za-km-z]{22}$/,
+  signingSecret: /^whk_[1-9A-HJ-NP-Za-km-z]{22}$/,
   segment: /^seg_[1-9A-HJ-NP-Za-km-z]+$/,
   customDomain: /^cd_[0-9A-Za-z]{16}$/,
+  job: /^job_[0-9A-Za-z]{16}$/,
+  email: /^msg_[1-9A-HJ-NP-Za-km-z]{22}$/,
 };

@@ -30,6 +30,8 @@ export async function serve(config: Config): Promise<void> {
     if (admin.credentialsFile) lines.push(`  (also written to ${admin.credentialsFile}, readable by its owner only)`);
   }
   lines.push(`API reference: ${scheme}://${tenant.domain}/docs`);
+  // The description never holds the SMTP password.
+  if (services.mailWorker) lines.push(`Emails go to ${services.mailWorker.description}`);
   process.stdout.write(`${lines.join('\n')}\n`);
 
   let stopping = false;

@@ -5,15 +5,27 @@ import { CaptchaService } from './modules/captcha/service.ts';
 import { ClientService } from './modules/clients/service.ts';
 import { ConnectionService } from './modules/connections/service.ts';
 import { CustomDomainService } from './modules/custom-domains/service.ts';
+import { CustomDomainCertificateService } from './modules/custom-domains/certificates.ts';
+import { createCertificateSource } from './tls/certificate-source.ts';
 import { DomainVerifier } from './modules/custom-domains/verification.ts';
+import { VerificationRechecks } from './modules/custom-domains/rechecks.ts';
 import { AccessTokenService } from './modules/oauth/access-tokens.ts';
 import { SigningKeyService } from './modules/signing-keys/service.ts';
 import { TenantService } from './modules/tenants/service.ts';
 import { SegmentService } from './modules/segments/service.ts';
 import { UserService } from './modules/users/service.ts';
 import { SecretBox } from './secret-box.ts';
+import { DeliveryWakeup } from './delivery/wakeup.ts';
 import { DeliveryWorker } from './delivery/worker.ts';
+import { endpointGuardFor } from './delivery/endpoint-guard.ts';
 import { EventStreamService } from './modules/event-streams/service.ts';
+import { EmailTemplateService } from './modules/email-templates/service.ts';
+import { VerificationEmailService } from './modules/emails/service.ts';
+import { JobService } from './modules/jobs/service.ts';
+import { TicketService } from './modules/tickets/service.ts';
+import { mailboxDir } from './mail/mailbox.ts';
+import { mailboxTransport, smtpTransport } from './mail/transport.ts';
+import { MailWorker } from './mail/worker.ts';
 
 /** Every long-lived part of a running server, built once from the configuration. */
 export interface Services {
@@ -29,15 +41,33 @@ export interface Services {
   segments: SegmentService;
   captcha: CaptchaService;
   customDomains: CustomDomainService;
+  /** Certificates of custom domains, chosen by SNI on HTTPS. */
+  customDomainCertificates: CustomDomainCertificateService;
+  /** Background DNS re-checks of pending custom domains. */
+  verificationRechecks: VerificationRechecks;
   eventStreams: EventStreamService;
   /** The outbox worker; absent when DELIVERY_WORKER=false. */
   deliveryWorker: DeliveryWorker | undefined;
+  emailTemplates: EmailTemplateService;
+  tickets: TicketService;
+  verificationEmails: VerificationEmailService;
+  jobs: JobService;
+  /** The mail outbox worker; absent when MAIL_WORKER=false. */
+  mailWorker: MailWorker | undefined;
   rateLimiter: RateLimiter;
   /** Stops background work and closes connections; idempotent. */
   close(): Promise<void>;
 }
 
-export async function createServices(config: Config, options: { onRateLimitError?: (error: unknown) => void } = {}): Promise<Services> {
+export interface ServiceOptions {
+  onRateLimitError?: (error: unknown) => void;
+  /** False for CLI commands: no background re-checks of custom domains (workers follow their own flags). */
+  background?: boolean;
+}
+
+export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
+  // Before anything opens: a missing development CA is a configuration error, not a half-started server.
+  const certificateSource = createCertificateSource(config);
   const database = openDatabase(config);
   await migrate(database);
   const secretBox = config.encryptionKey ? SecretBox.fromKey(config.encryptionKey) : SecretBox.fromKeyFile(config.dataDir);
@@ -48,7 +78,16 @@ export async function createServices(config: Config, options: { onRateLimitError
   const customDomains = new CustomDomainService(database, tenants, new DomainVerifier(config.dnsServers), {
     edgeDomain: config.customDomainEdgeDomain,
     maxPerTenant: config.customDomainsMax,
+    verifyWindowMs: config.customDomainVerifyWindowSeconds * 1000,
+    recheckInitialMs: config.customDomainRecheckInitialMs,
+    recheckMaxMs: config.customDomainRecheckMaxMs,
   });
+  const verificationRechecks = new VerificationRechecks(database, customDomains, config.customDomainRecheckInitialMs);
+  if (options.background !== false) verificationRechecks.start();
+  const customDomainCertificates = new CustomDomainCertificateService(database, secretBox, certificateSource, {
+    refreshMs: config.customDomainCertRefreshMs,
+  });
+  customDomains.onReady((domain) => customDomainCertificates.provision(domain));
   tenants.addHostLookup((host) => customDomains.lookupHost(host));
   tenants.addDomainsProvider((tenantId) => customDomains.readyDomains(tenantId));
   const rateLimitSettings = { size: config.rateLimitSize, refillPerSecond: config.rateLimitPerSecond };
@@ -56,11 +95,29 @@ export async function createServices(config: Config, options: { onRateLimitError
     ? redisRateLimiter(rateLimitSettings, config.redisUrl, options.onRateLimitError)
     : memoryRateLimiter(rateLimitSettings);
   const users = new UserService(database, connections, secretBox);
-  const eventStreams = new EventStreamService(database, secretBox, { allowHttp: config.deliveryAllowHttp });
+  const eventStreams = new EventStreamService(database, secretBox, { guard: endpointGuardFor(config) });
   // User changes write their events in their own transaction (the outbox).
   users.onChange((trx, change) => eventStreams.record(trx, { tenantId: change.tenantId, type: change.type, data: { object: change.user } }));
-  const deliveryWorker = config.deliveryWorker ? new DeliveryWorker(database, eventStreams, config) : undefined;
+  // Workers, here or on other nodes, are woken as soon as a transaction that queued deliveries commits.
+  const deliveryWakeup = new DeliveryWakeup(database);
+  eventStreams.onQueued((trx) => deliveryWakeup.queued(trx));
+  const deliveryWorker = config.deliveryWorker ? new DeliveryWorker(database, eventStreams, config, deliveryWakeup) : undefined;
   deliveryWorker?.start();
+  const emailTemplates = new EmailTemplateService(database);
+  const tickets = new TicketService(database, users);
+  const verificationEmails = new VerificationEmailService(secretBox, customDomains, emailTemplates, tickets, { mailFrom: config.mailFrom });
+  // Without SMTP_URL, emails land in the development mailbox, readable with `tenantry mailbox`.
+  const mailWorker = config.mailWorker
+    ? new MailWorker(
+      database,
+      secretBox,
+      config.smtpUrl
+        ? smtpTransport(config.smtpUrl, { timeoutMs: config.mailTimeoutMs, concurrency: config.mailConcurrency })
+        : mailboxTransport(mailboxDir(config.dataDir)),
+      config,
+    )
+    : undefined;
+  mailWorker?.start();
   let closed: Promise<void> | undefined;
   return {
     config,
@@ -75,13 +132,23 @@ export async function createServices(config: Config, options: { onRateLimitError
     segments: new SegmentService(database),
     captcha: new CaptchaService(database, secretBox),
     customDomains,
+    customDomainCertificates,
+    verificationRechecks,
     eventStreams,
     deliveryWorker,
+    emailTemplates,
+    tickets,
+    verificationEmails,
+    jobs: new JobService(database, users, verificationEmails),
+    mailWorker,
     rateLimiter,
     close() {
       closed ??= (async () => {
         await deliveryWorker?.stop();
+        await mailWorker?.stop();
+        await verificationRechecks.stop();
         await rateLimiter.close();
+        await customDomainCertificates.close();
         await database.close();
       })();
       return closed;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
+import { EndpointGuard } from '../src/delivery/endpoint-guard.ts';
 import { ApiError } from '../src/http/errors.ts';
 import { EventStreamService } from '../src/modules/event-streams/service.ts';
 import { databaseKinds } from './helpers/databases.ts';
@@ -108,7 +109,9 @@ for (const kind of databaseKinds()) {
       const refused = await server.request({ method: 'POST', url: '/api/v2/event-streams', token, payload: { destination: webhook('https://example.com/hook') } });
       assert.equal(refused.statusCode, 403);
       assert.equal(refused.json().message, 'Insufficient scope, expected any of: create:event_streams');
-      const strict = new EventStreamService(server.services.database, server.services.secretBox, { allowHttp: false });
+      // example.com is allow-listed by name, so checking it asks no DNS server.
+      const guard = new EndpointGuard({ allowedHosts: ['example.com'], dnsServers: [] });
+      const strict = new EventStreamService(server.services.database, server.services.secretBox, { guard });
       for (const endpoint of ['http://example.com/hook', 'https://127.0.0.1/hook', 'https://localhost/hook']) {
         await assert.rejects(strict.create(server.tenant.id, { destination: webhook(endpoint) as never }), (e: ApiError) => e.statusCode === 400 && e.errorCode === 'invalid_body');
       }

@@ -2,8 +2,11 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { serve } from '../serve.ts';
 import { UsageError } from './args.ts';
 import { clientsCommand } from './clients.ts';
+import { customDomainsCommand } from './custom-domains.ts';
 import { devCertCommand } from './dev-cert.ts';
+import { eventsCommand } from './events.ts';
 import { keysCommand } from './keys.ts';
+import { mailboxCommand } from './mailbox.ts';
 import { tenantsCommand } from './tenants.ts';
 import { tokenCommand } from './token.ts';
 import { usersCommand } from './users-import.ts';
@@ -25,8 +28,14 @@ Commands:
   keys rotate --tenant ID                     Make a new signing key current
   keys revoke --tenant ID --kid KID           Revoke a rotated-out signing key
   dev-cert [--dir DIR] [--hosts h1,h2]        Write a development CA and server certificate (DATA_DIR/tls)
+  custom-domains certificate --tenant ID --domain NAME --cert FILE --key FILE
+                                              Store the certificate chain (PEM, leaf first) and key a
+                                              self-managed custom domain is served with over HTTPS
   users import --file FILE [--tenant ID] [--batch N]
                                               Import users from a JSON array or NDJSON file
+  mailbox list                                Emails of the development mailbox (SMTP_URL unset), oldest first
+  mailbox show ID                             One of them: its headers and HTML body
+  events tail [--tenant ID] [--stream ID]     Print each webhook delivery attempt as it happens, until Ctrl-C
   help                                        Show this help
 `;
 
@@ -47,8 +56,14 @@ export async function main(argv: string[]): Promise<void> {
         return await keysCommand(args);
       case 'dev-cert':
         return await devCertCommand(args);
+      case 'custom-domains':
+        return await customDomainsCommand(args);
       case 'users':
         return await usersCommand(args);
+      case 'mailbox':
+        return await mailboxCommand(args);
+      case 'events':
+        return await eventsCommand(args);
       case 'help':
       case '--help':
       case '-h':

@@ -27,6 +27,12 @@ pg.types.setTypeParser(20, (v) => Number(v));
 export function openDatabase(options: { databaseUrl?: string; dataDir: string }): Database {
   if (options.databaseUrl) {
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
+    // A connection the server ends (restart, failover, pg_terminate_backend, a proxy's idle timeout)
+    // is dropped by the pool and replaced on the next query. Its 'error' event, raised on the pool when
+    // it was idle and on the client itself when it was lent out, must be heard: unheard, it would end
+    // the process.
+    pool.on('error', () => undefined);
+    pool.on('connect', (client) => client.on('error', () => undefined));
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     return { dialect: 'postgres', db, pool, close: () => db.destroy() };
   }

@@ -104,6 +104,28 @@ export interface CustomDomainsTable {
   /** SHA-256 (hex) of the self-managed domain's cname-api-key. */
   cname_api_key_hash: string | null;
   created_at: string;
+  /** When the next background DNS check is due; null unless pending_verification. */
+  next_check_at: string | null;
+  /** Background checks made so far: the next delay doubles with each. */
+  check_count: number;
+  /** Lease of the node running a background check. */
+  check_claimed_until: string | null;
+}
+
+/** The certificate a custom domain is served with over HTTPS: issued (svc-managed) or uploaded (self-managed). */
+export interface CustomDomainCertificatesTable {
+  custom_domain_id: string;
+  /** Who provided it: the certificate source that issued it ('dev-ca'), or 'upload'. */
+  source: string;
+  /** PEM chain, leaf first. */
+  certificate: string;
+  /** PKCS#8 PEM sealed with the SecretBox. */
+  private_key: string;
+  /** SHA-256 of the leaf (as X509Certificate.fingerprint256): nodes notice a replaced certificate by it. */
+  fingerprint: string;
+  not_before: string;
+  not_after: string;
+  updated_at: string;
 }
 
 export interface CustomDomainDefaultsTable {
@@ -123,6 +145,8 @@ export interface EventStreamsTable {
   destination: string;
   /** The webhook's write-only secret (token, password or header_value), sealed with the SecretBox. */
   secret: string | null;
+  /** Standard Webhooks signing secrets: a JSON list (newest first) sealed with the SecretBox; null when unsigned. */
+  signing_secrets: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -167,6 +191,72 @@ export interface DeliveryAttemptsTable {
   duration: number | null;
 }
 
+/** A tenant's own version of an email template; without a row the built-in default applies. */
+export interface EmailTemplatesTable {
+  tenant_id: string;
+  /** The original's template name, e.g. `verify_email`. */
+  template: string;
+  /** Liquid source of the HTML body. */
+  body: string;
+  /** Liquid source of the From header; null: MAIL_FROM or no-reply@<domain>. */
+  sender: string | null;
+  /** Liquid source of the subject. */
+  subject: string;
+  syntax: 'liquid';
+  result_url: string | null;
+  url_lifetime_seconds: number | null;
+  /** 1 or 0. */
+  include_email_in_redirect: number;
+  /** 1 or 0. */
+  enabled: number;
+  updated_at: string;
+}
+
+/** The mail outbox: one row per email, written in the transaction of the change that sends it. */
+export interface EmailOutboxTable {
+  id: string;
+  tenant_id: string;
+  template: string;
+  recipient: string;
+  sender: string;
+  subject: string;
+  /** The rendered HTML, sealed with the SecretBox (it holds a verification link); null once sent. */
+  body: string | null;
+  status: 'pending' | 'sent' | 'failed';
+  attempt_count: number;
+  next_attempt_at: string;
+  /** A worker's lease: until then no other worker claims it; an expired lease is claimed again. */
+  claimed_until: string | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+  sent_at: string | null;
+}
+
+/** Jobs of the original's /jobs API; a verification-email job's status follows its email. */
+export interface JobsTable {
+  id: string;
+  tenant_id: string;
+  type: 'verification_email';
+  email_id: string;
+  created_at: string;
+}
+
+/** Email-verification tickets: only the SHA-256 of the ticket in the link is stored. */
+export interface EmailVerificationTicketsTable {
+  ticket_hash: string;
+  tenant_id: string;
+  user_id: string;
+  /** The address the ticket verifies: it no longer applies once the user's email changes. */
+  email: string;
+  result_url: string | null;
+  /** 1 or 0. */
+  include_email_in_redirect: number;
+  expires_at: string;
+  used_at: string | null;
+  created_at: string;
+}
+
 export interface Schema {
   tenants: TenantsTable;
   signing_keys: SigningKeysTable;
@@ -182,4 +272,9 @@ export interface Schema {
   delivery_attempts: DeliveryAttemptsTable;
   custom_domains: CustomDomainsTable;
   custom_domain_defaults: CustomDomainDefaultsTable;
+  email_templates: EmailTemplatesTable;
+  email_outbox: EmailOutboxTable;
+  jobs: JobsTable;
+  email_verification_tickets: EmailVerificationTicketsTable;
+  custom_domain_certificates: CustomDomainCertificatesTable;
 }

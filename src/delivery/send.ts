@@ -1,15 +1,20 @@
-import { fetch } from 'undici';
+import { createHmac } from 'node:crypto';
+import { isIP } from 'node:net';
+import { Agent, fetch } from 'undici';
 import type { Envelope } from '../modules/event-streams/envelope.ts';
+import { EndpointRefused, EndpointUnresolved, type EndpointGuard } from './endpoint-guard.ts';
 
 export interface WebhookTarget {
   endpoint: string;
   /** The header carrying the stream's credentials, if any. */
   header?: [string, string];
+  /** Standard Webhooks HMAC keys, newest first; none: the delivery is not signed. */
+  signingKeys?: readonly Buffer[];
 }
 
 export type SendOutcome =
   | { kind: 'delivered'; durationMs: number }
-  /** 4xx: the endpoint refused the event; retrying would not help. */
+  /** 4xx, or an endpoint the guard refuses: retrying would not help. */
   | { kind: 'rejected'; durationMs: number; error: string }
   /** 5xx, timeouts, network errors: worth retrying. */
   | { kind: 'retryable'; durationMs: number; error: string };
@@ -28,33 +33,83 @@ export function authHeader(method: string, publicAuth: Record<string, string>, s
   }
 }
 
+/**
+ * Standard Webhooks headers: `webhook-signature` holds one `v1,<base64 HMAC-SHA256>` of
+ * `${id}.${timestamp}.${body}` per key, so receivers holding either secret of a rotation verify.
+ */
+export function signatureHeaders(id: string, timestampSeconds: number, body: string, keys: readonly Buffer[]): Record<string, string> {
+  const signed = `${id}.${timestampSeconds}.${body}`;
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': String(timestampSeconds),
+    'webhook-signature': keys.map((key) => `v1,${createHmac('sha256', key).update(signed).digest('base64')}`).join(' '),
+  };
+}
+
 /** The original truncates attempt errors to about 50 characters. */
 export function truncate(message: string): string {
   return message.length > 50 ? `${message.slice(0, 50)} ...` : message;
 }
 
-export async function send(target: WebhookTarget, event: Envelope, timeoutMs: number): Promise<SendOutcome> {
-  const started = performance.now();
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'tenantry-event-streams/1' };
-  if (target.header) headers[target.header[0]] = target.header[1];
-  try {
-    const response = await fetch(target.endpoint, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify(event),
-      redirect: 'manual',
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    // The body is not needed; draining it frees the connection for reuse.
-    await response.body?.cancel().catch(() => undefined);
-    const durationMs = performance.now() - started;
-    if (response.status >= 200 && response.status < 300) return { kind: 'delivered', durationMs };
-    const error = truncate(`Unexpected status code ${response.status} from POST ${target.endpoint}`);
-    if (response.status >= 400 && response.status < 500) return { kind: 'rejected', durationMs, error };
-    return { kind: 'retryable', durationMs, error };
-  } catch (cause) {
-    const durationMs = performance.now() - started;
-    const reason = cause instanceof Error && cause.name === 'TimeoutError' ? 'timeout' : String((cause as Error)?.cause ?? cause);
-    return { kind: 'retryable', durationMs, error: truncate(`Post "${target.endpoint}": ${reason}`) };
+/**
+ * POSTs events to webhooks. With a guard, connections go through an agent whose lookup vets every
+ * address before connecting (see EndpointGuard); without one (development mode) any address goes.
+ */
+export class WebhookSender {
+  private agent: Agent | undefined;
+
+  constructor(private readonly guard: EndpointGuard | undefined, private readonly timeoutMs: number) {}
+
+  /** Made on first use, and again after `close`, so a worker that is stopped and started keeps sending. */
+  private dispatcher(): Agent | undefined {
+    if (this.guard === undefined) return undefined;
+    this.agent ??= new Agent({ connect: { lookup: this.guard.lookup } });
+    return this.agent;
+  }
+
+  async send(target: WebhookTarget, event: Envelope): Promise<SendOutcome> {
+    const started = performance.now();
+    const body = JSON.stringify(event);
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'tenantry-event-streams/1' };
+    if (target.header) headers[target.header[0]] = target.header[1];
+    if (target.signingKeys && target.signingKeys.length > 0) {
+      Object.assign(headers, signatureHeaders(event.id, Math.floor(Date.now() / 1000), body, target.signingKeys));
+    }
+    try {
+      // A host given as an IP address is connected to without a lookup, so it is vetted here.
+      const host = new URL(target.endpoint).hostname.replace(/^\[(.*)\]$/, '$1');
+      if (this.guard && isIP(host)) await this.guard.vet(host);
+      const dispatcher = this.dispatcher();
+      const response = await fetch(target.endpoint, {
+        method: 'POST',
+        headers,
+        body,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.timeoutMs),
+        ...(dispatcher ? { dispatcher } : {}),
+      });
+      // The body is not needed; draining it frees the connection for reuse.
+      await response.body?.cancel().catch(() => undefined);
+      const durationMs = performance.now() - started;
+      if (response.status >= 200 && response.status < 300) return { kind: 'delivered', durationMs };
+      const error = truncate(`Unexpected status code ${response.status} from POST ${target.endpoint}`);
+      if (response.status >= 400 && response.status < 500) return { kind: 'rejected', durationMs, error };
+      return { kind: 'retryable', durationMs, error };
+    } catch (caught) {
+      const durationMs = performance.now() - started;
+      const cause = caught instanceof EndpointRefused || caught instanceof EndpointUnresolved ? caught : (caught as Error)?.cause;
+      // Spelled out in full: the operator needs the whole reason, which the 50-character cut would lose.
+      if (cause instanceof EndpointRefused) return { kind: 'rejected', durationMs, error: `Refused: ${cause.message}` };
+      if (cause instanceof EndpointUnresolved) return { kind: 'retryable', durationMs, error: cause.message };
+      const reason = caught instanceof Error && caught.name === 'TimeoutError' ? 'timeout' : String(cause ?? caught);
+      return { kind: 'retryable', durationMs, error: truncate(`Post "${target.endpoint}": ${reason}`) };
+    }
+  }
+
+  /** Closes the pooled connections. */
+  async close(): Promise<void> {
+    const agent = this.agent;
+    this.agent = undefined;
+    await agent?.close();
   }
 }

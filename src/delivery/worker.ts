@@ -1,77 +1,158 @@
-import { sql } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { now } from '../db/database.ts';
 import { envelope } from '../modules/event-streams/envelope.ts';
 import type { EventStreamService, PublicDestination } from '../modules/event-streams/service.ts';
-import { claimDue, type Claimed } from './claim.ts';
-import { authHeader, send, type SendOutcome } from './send.ts';
+import { claimDue, releaseClaims, type Claimed } from './claim.ts';
+import { endpointGuardFor } from './endpoint-guard.ts';
+import { recordOutcomes, type Outcome } from './outcomes.ts';
+import { authHeader, WebhookSender, type SendOutcome, type WebhookTarget } from './send.ts';
+import type { DeliveryWakeup } from './wakeup.ts';
 
 export type DeliverySettings = Pick<
   Config,
-  'deliveryTimeoutMs' | 'deliveryRetryScheduleMs' | 'deliveryPollMs' | 'deliveryLeaseMs' | 'deliveryConcurrency' | 'deliveryPerStreamConcurrency'
+  | 'deliveryTimeoutMs' | 'deliveryRetryScheduleMs' | 'deliveryPollMs' | 'deliveryLeaseMs' | 'deliveryConcurrency' | 'deliveryPerStreamConcurrency'
+  | 'deliveryAllowHttp' | 'deliveryAllowedHosts' | 'dnsServers'
 >;
+
+/** A stream's endpoint and credentials header, kept while its stored destination and secret stay the same. */
+interface CachedTarget {
+  destination: string;
+  secret: string | null;
+  target: WebhookTarget;
+}
+
+/** Streams whose opened target is kept; past it the cache starts over. */
+const TARGET_CACHE_LIMIT = 1000;
 
 /**
  * The outbox worker: claims due deliveries under a lease, POSTs them to their webhooks and records
  * every attempt. At most `deliveryConcurrency` sends are in flight, and at most
  * `deliveryPerStreamConcurrency` per stream, so one slow endpoint cannot hold up the others.
+ *
+ * The work is done by one pump at a time: it records the attempts finished since its last round (all
+ * in one transaction) and fills the free slots with one claim. It runs when a send finishes, when a
+ * commit queued deliveries (see DeliveryWakeup), when a retry it scheduled falls due, and otherwise
+ * every DELIVERY_POLL_MS. A crash between a send and its record leaves the delivery leased; it goes
+ * again once the lease runs out (at-least-once).
  */
 export class DeliveryWorker {
+  private stopped = true;
   private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
-  private ticking: Promise<void> | undefined;
-  private readonly inFlight = new Set<Promise<void>>();
+  private soon: NodeJS.Immediate | undefined;
+  private pumping: Promise<void> | undefined;
+  /** Set by a wake during a pump: the pump takes one more round. */
+  private again = false;
+  private readonly sends = new Set<Promise<void>>();
   private readonly perStream = new Map<string, number>();
+  /** Attempts finished and not yet recorded. */
+  private finished: Outcome[] = [];
+  /** The earliest retry this worker scheduled that has not fallen due yet (epoch ms). */
+  private nextRetryAt = Infinity;
+  private readonly targets = new Map<string, CachedTarget>();
+  private readonly sender: WebhookSender;
+  private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
     private readonly database: Database,
     private readonly streams: EventStreamService,
     private readonly settings: DeliverySettings,
+    private readonly wakeup?: DeliveryWakeup,
     private readonly onError: (error: unknown) => void = (error) => console.error('event delivery:', error),
-  ) {}
+  ) {
+    this.sender = new WebhookSender(endpointGuardFor(settings), settings.deliveryTimeoutMs);
+  }
 
   start(): void {
+    if (!this.stopped) return;
     this.stopped = false;
-    this.schedule(0);
+    this.unlisten = this.wakeup?.listen(() => this.wake(), (error) => this.onError(error));
+    this.wake();
   }
 
-  /** Stops claiming and waits for the sends in flight (each bounded by the timeout). */
+  /** Stops claiming, waits for the sends in flight (each bounded by the timeout) and records their attempts. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.ticking;
-    await Promise.allSettled([...this.inFlight]);
+    clearTimeout(this.timer);
+    clearImmediate(this.soon);
+    this.soon = undefined;
+    await this.unlisten?.();
+    this.unlisten = undefined;
+    await this.pumping;
+    await Promise.allSettled([...this.sends]);
+    await this.flush().catch((error) => this.onError(error));
+    await this.sender.close();
   }
 
-  private schedule(delayMs: number): void {
+  /**
+   * Looks for work at once. Wakes that come together (sends finishing in the same turn of the event
+   * loop, or during a pump) make one round, so attempts are recorded and slots filled in batches.
+   */
+  wake(): void {
     if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.ticking = this.tick().finally(() => (this.ticking = undefined));
-    }, delayMs);
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.soon ??= setImmediate(() => {
+      this.soon = undefined;
+      if (this.stopped || this.pumping) return;
+      clearTimeout(this.timer);
+      this.pumping = this.pump().finally(() => {
+        this.pumping = undefined;
+        if (this.again) this.wake();
+      });
+    });
+  }
+
+  private async pump(): Promise<void> {
+    do {
+      this.again = false;
+      const startedAt = Date.now();
+      try {
+        // Recorded first: a finished delivery's row leaves the claimable set, or becomes due at its retry.
+        await this.flush();
+        await this.claimAndSend();
+      } catch (error) {
+        if (!this.stopped) this.onError(error);
+      }
+      // A retry due when this round began had its claim; if its stream had no room, a send finishing wakes the worker again.
+      if (this.nextRetryAt < startedAt) this.nextRetryAt = Infinity;
+    } while (this.again && !this.stopped);
+    this.schedulePoll();
+  }
+
+  private schedulePoll(): void {
+    if (this.stopped) return;
+    const untilRetry = Math.max(0, this.nextRetryAt - Date.now());
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.wake(), Math.min(this.settings.deliveryPollMs, untilRetry));
     this.timer.unref();
   }
 
-  private async tick(): Promise<void> {
-    let more = false;
+  private async flush(): Promise<void> {
+    if (this.finished.length === 0) return;
+    const batch = this.finished;
+    this.finished = [];
     try {
-      more = await this.claimAndSend();
+      await recordOutcomes(this.database, batch);
     } catch (error) {
-      if (!this.stopped) this.onError(error);
+      // Tried again next round; their leases keep the deliveries from being claimed meanwhile.
+      this.finished = batch.concat(this.finished);
+      throw error;
     }
-    this.schedule(more ? 0 : this.settings.deliveryPollMs);
+    for (const outcome of batch) {
+      if (outcome.status === 'pending') this.nextRetryAt = Math.min(this.nextRetryAt, Date.parse(outcome.next_attempt_at));
+    }
   }
 
-  /** Returns true when the batch was full (more may be due at once). */
-  private async claimAndSend(): Promise<boolean> {
-    const free = this.settings.deliveryConcurrency - this.inFlight.size;
-    if (free <= 0 || this.stopped) return false;
-    const cap = this.settings.deliveryPerStreamConcurrency;
-    const busy = [...this.perStream].filter(([, n]) => n >= cap).map(([id]) => id);
+  private async claimAndSend(): Promise<void> {
+    const free = this.settings.deliveryConcurrency - this.sends.size;
+    if (free <= 0 || this.stopped) return;
     const at = now();
+    const cap = this.settings.deliveryPerStreamConcurrency;
     const leaseUntil = new Date(Date.now() + this.settings.deliveryLeaseMs).toISOString();
-    const claimed = await claimDue(this.database, at, leaseUntil, free, busy);
+    const claimed = await claimDue(this.database, at, leaseUntil, { limit: free, perStream: cap, running: this.perStream });
     const release: Claimed[] = [];
     for (const claim of claimed) {
       const running = this.perStream.get(claim.stream_id) ?? 0;
@@ -80,91 +161,64 @@ export class DeliveryWorker {
         continue;
       }
       this.perStream.set(claim.stream_id, running + 1);
-      const task = this.deliver(claim, leaseUntil)
+      const task = this.deliver(claim)
         .catch((error) => this.onError(error))
         .finally(() => {
-          this.inFlight.delete(task);
+          this.sends.delete(task);
           const left = (this.perStream.get(claim.stream_id) ?? 1) - 1;
           if (left <= 0) this.perStream.delete(claim.stream_id);
           else this.perStream.set(claim.stream_id, left);
-          // A freed slot may let a waiting delivery go at once.
-          if (!this.stopped) this.schedule(0);
+          this.wake();
         });
-      this.inFlight.add(task);
+      this.sends.add(task);
     }
-    // Over a stream's cap: hand the claim back at once rather than let it wait out its lease.
-    for (const claim of release) {
-      await this.database.db
-        .updateTable('deliveries')
-        .set({ claimed_until: null })
-        .where('stream_id', '=', claim.stream_id)
-        .where('event_id', '=', claim.event_id)
-        .where('claimed_until', '=', leaseUntil)
-        .execute();
-    }
-    return claimed.length === free && release.length === 0;
+    if (release.length > 0) await releaseClaims(this.database, release);
   }
 
-  private async deliver(claim: Claimed, leaseUntil: string): Promise<void> {
-    const row = await this.database.db
-      .selectFrom('deliveries as d')
-      .innerJoin('events as e', 'e.id', 'd.event_id')
-      .innerJoin('event_streams as s', 's.id', 'd.stream_id')
-      .select(['e.id', 'e.tenant_id', 'e.type', 'e.time', 'e.source', 'e.data', 'e.purpose', 's.destination', 's.secret'])
-      .where('d.stream_id', '=', claim.stream_id)
-      .where('d.event_id', '=', claim.event_id)
-      .executeTakeFirst();
-    if (!row) return; // the stream was deleted meanwhile
-    const destination = JSON.parse(row.destination) as PublicDestination;
+  private async deliver(claim: Claimed): Promise<void> {
+    const target = this.target(claim);
+    const signingKeys = this.streams.signingKeys(claim.signing_secrets);
+    const sent = await this.sender.send({ ...target, signingKeys }, envelope({ ...claim, id: claim.event_id }, claim.stream_id));
+    this.finished.push(this.outcome(claim, sent));
+  }
+
+  /** The stream's endpoint and header, opened (JSON, sealed secret) once per version of the stream. */
+  private target(claim: Claimed): WebhookTarget {
+    const cached = this.targets.get(claim.stream_id);
+    if (cached && cached.destination === claim.destination && cached.secret === claim.secret) return cached.target;
+    const destination = JSON.parse(claim.destination) as PublicDestination;
     const auth = destination.configuration.webhook_authorization;
-    const header = authHeader(auth.method ?? '', auth, this.streams.openSecret(row.secret));
-    const event = envelope(row, claim.stream_id);
-    const outcome = await send({ endpoint: destination.configuration.webhook_endpoint, ...(header ? { header } : {}) }, event, this.settings.deliveryTimeoutMs);
-    await this.finish(claim, leaseUntil, outcome);
+    const header = authHeader(auth.method ?? '', auth, this.streams.openSecret(claim.secret));
+    const target: WebhookTarget = { endpoint: destination.configuration.webhook_endpoint, ...(header ? { header } : {}) };
+    if (this.targets.size >= TARGET_CACHE_LIMIT) this.targets.clear();
+    this.targets.set(claim.stream_id, { destination: claim.destination, secret: claim.secret, target });
+    return target;
   }
 
-  private async finish(claim: Claimed, leaseUntil: string, outcome: SendOutcome): Promise<void> {
+  private outcome(claim: Claimed, sent: SendOutcome): Outcome {
     const at = now();
     const attempt = claim.attempt_count + 1;
     const schedule = this.settings.deliveryRetryScheduleMs;
-    let status: 'pending' | 'delivered' | 'failed';
+    let status: Outcome['status'];
     let nextAt = at;
-    if (outcome.kind === 'delivered') status = 'delivered';
-    else if (outcome.kind === 'rejected' || attempt > schedule.length) status = 'failed';
+    if (sent.kind === 'delivered') status = 'delivered';
+    else if (sent.kind === 'rejected' || attempt > schedule.length) status = 'failed';
     else {
       status = 'pending';
       nextAt = new Date(Date.now() + schedule[attempt - 1]!).toISOString();
     }
-    await this.database.db.transaction().execute(async (trx) => {
-      // Only the holder of the lease records the outcome: after a redelivery or a re-claim it is someone else's.
-      const updated = await trx
-        .updateTable('deliveries')
-        .set({
-          status,
-          attempt_count: attempt,
-          attempt_seq: sql<number>`attempt_seq + 1`,
-          next_attempt_at: nextAt,
-          claimed_until: null,
-          updated_at: at,
-        })
-        .where('stream_id', '=', claim.stream_id)
-        .where('event_id', '=', claim.event_id)
-        .where('status', '=', 'pending')
-        .where('claimed_until', '=', leaseUntil)
-        .executeTakeFirst();
-      if (updated.numUpdatedRows === 0n) return;
-      await trx
-        .insertInto('delivery_attempts')
-        .values({
-          stream_id: claim.stream_id,
-          event_id: claim.event_id,
-          seq: claim.attempt_seq + 1,
-          status: outcome.kind === 'delivered' ? 'delivered' : 'failed',
-          timestamp: at,
-          error_message: outcome.kind === 'delivered' ? null : outcome.error,
-          duration: Math.round(outcome.durationMs * 1000) / 1000,
-        })
-        .execute();
-    });
+    return {
+      stream_id: claim.stream_id,
+      event_id: claim.event_id,
+      lease: claim.claimed_until,
+      status,
+      attempt_count: attempt,
+      next_attempt_at: nextAt,
+      at,
+      seq: claim.attempt_seq + 1,
+      attempt_status: sent.kind === 'delivered' ? 'delivered' : 'failed',
+      error_message: sent.kind === 'delivered' ? null : sent.error,
+      duration: Math.round(sent.durationMs * 1000) / 1000,
+    };
   }
 }

@@ -1,6 +1,8 @@
+import type { TLSSocket } from 'node:tls';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../modules/oauth/access-tokens.ts';
 import type { Tenant, TenantHost } from '../modules/tenants/service.ts';
+import { CNAME_API_KEY_HEADER, checkCnameApiKey } from './cname-api-key.ts';
 import { ApiError, badRequest, forbidden, tooManyRequests, unauthorized } from './errors.ts';
 import { rateLimitHeaders, type RateLimiter } from './rate-limit.ts';
 import './types.ts';
@@ -16,9 +18,10 @@ export interface RequestPipeline {
 }
 
 /**
- * The path every request takes before its handler: Host → tenant, the tenant's rate limit on the
- * Management API (so even refused tokens count and every response carries X-RateLimit-*), then the
- * bearer token and the operation's scopes.
+ * The path every request takes before its handler: Host → tenant (for a self-managed custom domain,
+ * only through the proxy holding its cname-api-key), the tenant's rate limit on the Management API (so
+ * even refused tokens count and every response carries X-RateLimit-*), then the bearer token and the
+ * operation's scopes.
  */
 export function registerRequestPipeline(app: FastifyInstance, pipeline: RequestPipeline): void {
   app.decorateRequest('tenant', null as unknown as Tenant);
@@ -29,6 +32,9 @@ export function registerRequestPipeline(app: FastifyInstance, pipeline: RequestP
     if (TENANTLESS.test(request.url)) return;
     const found = await pipeline.resolveTenant(request.headers.host);
     if (!found) throw new ApiError(404, `No tenant is served on host ${request.headers.host ?? '(none)'}`, 'inexistent_tenant');
+    if (found.cnameApiKeyHash !== undefined && !servedOverOwnTls(request, found)) {
+      checkCnameApiKey(found.domain, found.cnameApiKeyHash, request.headers[CNAME_API_KEY_HEADER]);
+    }
     request.tenantHost = found;
     request.tenant = found.tenant;
 
@@ -51,4 +57,15 @@ async function authenticate(request: FastifyRequest, pipeline: RequestPipeline, 
   const principal = await pipeline.verifyToken(request.tenant, token);
   if (!scopes.some((scope) => principal.scopes.has(scope))) throw forbidden.scope(scopes);
   return principal;
+}
+
+/**
+ * A self-managed domain whose uploaded certificate this server serves needs no proxy: a request that
+ * reached this server's own TLS under that very name (SNI) is accepted without the cname-api-key.
+ * Plain HTTP, or TLS under another name, still needs the key.
+ */
+function servedOverOwnTls(request: FastifyRequest, found: TenantHost): boolean {
+  if (!found.uploadedCertificate) return false;
+  const socket = request.raw.socket as TLSSocket;
+  return socket.encrypted === true && typeof socket.servername === 'string' && socket.servername.toLowerCase() === found.domain;
 }

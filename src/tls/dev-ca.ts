@@ -1,4 +1,4 @@
-import { X509Certificate, createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { X509Certificate, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
@@ -111,14 +111,35 @@ function subjectKeyIdentifierBytes(cert: forge.pki.Certificate): string {
   return cert.generateSubjectKeyIdentifier().getBytes();
 }
 
-export function issueServerCertificate(ca: PemPair, hostnames: string[], opts: { days?: number } = {}): PemPair {
+/** A forge key pair from an RSA private key in PEM (PKCS#1 or PKCS#8). */
+function rsaKeyPairFromPem(keyPem: string): ForgeKeyPair {
+  const key = createPrivateKey(keyPem);
+  if (key.asymmetricKeyType !== 'rsa') throw new TypeError('the leaf key must be an RSA key');
+  const pkcs8 = key.export({ type: 'pkcs8', format: 'pem' }) as string;
+  const publicPem = createPublicKey(key).export({ type: 'spki', format: 'pem' }) as string;
+  return {
+    keyPem: pkcs8,
+    privateKey: forge.pki.privateKeyFromPem(pkcs8) as forge.pki.rsa.PrivateKey,
+    publicKey: forge.pki.publicKeyFromPem(publicPem) as forge.pki.rsa.PublicKey,
+  };
+}
+
+/**
+ * A leaf certificate for `hostnames`, signed by the CA. `privateKeyPem` lets a caller that generated
+ * the RSA key asynchronously (a server issuing while it serves) avoid the blocking generation here.
+ */
+export function issueServerCertificate(
+  ca: PemPair,
+  hostnames: string[],
+  opts: { days?: number; privateKeyPem?: string } = {},
+): PemPair {
   if (hostnames.length === 0) throw new TypeError('at least one hostname is required');
   const names = hostnames.map(normaliseHostname);
   const days = positiveDays(opts.days, DEFAULT_LEAF_DAYS, 'days');
 
   const caCert = forge.pki.certificateFromPem(ca.cert);
   const caKey = forge.pki.privateKeyFromPem(ca.key) as forge.pki.rsa.PrivateKey;
-  const keys = generateRsaKeyPair();
+  const keys = opts.privateKeyPem === undefined ? generateRsaKeyPair() : rsaKeyPairFromPem(opts.privateKeyPem);
 
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
@@ -156,17 +177,28 @@ function readIfExists(file: string): string | undefined {
   }
 }
 
-export function loadCertificateAuthority(dir: string): PemPair | undefined {
-  const cert = readIfExists(path.join(dir, CA_CERT_FILE));
-  const key = readIfExists(path.join(dir, CA_KEY_FILE));
+/** Where `dev-cert` writes the CA in a directory (DATA_DIR/tls by default). */
+export function certificateAuthorityFiles(dir: string): { certFile: string; keyFile: string } {
+  return { certFile: path.join(dir, CA_CERT_FILE), keyFile: path.join(dir, CA_KEY_FILE) };
+}
+
+/** The CA in these two files; undefined when either is missing. */
+export function loadCertificateAuthorityFiles(certFile: string, keyFile: string): PemPair | undefined {
+  const cert = readIfExists(certFile);
+  const key = readIfExists(keyFile);
   if (cert === undefined || key === undefined) return undefined;
   // Fail loudly rather than hand back a pair that would sign leaves nobody can verify.
   const x509 = new X509Certificate(cert);
-  if (!x509.ca) throw new Error(`${path.join(dir, CA_CERT_FILE)} is not a CA certificate`);
+  if (!x509.ca) throw new Error(`${certFile} is not a CA certificate`);
   if (!x509.checkPrivateKey(createPrivateKey(key))) {
-    throw new Error(`${path.join(dir, CA_KEY_FILE)} does not match ${path.join(dir, CA_CERT_FILE)}`);
+    throw new Error(`${keyFile} does not match ${certFile}`);
   }
   return { cert, key };
+}
+
+export function loadCertificateAuthority(dir: string): PemPair | undefined {
+  const { certFile, keyFile } = certificateAuthorityFiles(dir);
+  return loadCertificateAuthorityFiles(certFile, keyFile);
 }
 
 // Written via a temp file so the final path never exists with a looser mode (umask-derived)

@@ -11,6 +11,11 @@ export interface TestDnsServer {
   setTxt(name: string, value: string): void;
   setA(name: string, ip: string): void;
   remove(name: string): void;
+  /** Questions received for a name so far. */
+  queries(name: string): number;
+  /** Questions for the name get no answer until release (a resolver that hangs on one name). */
+  hold(name: string): void;
+  release(name: string): void;
   close(): Promise<void>;
 }
 
@@ -45,8 +50,21 @@ function record(name: Buffer, type: number, data: Buffer): Buffer {
 
 export async function startDnsServer(): Promise<TestDnsServer> {
   const entries = new Map<string, Entry>();
+  const counts = new Map<string, number>();
+  const held = new Map<string, Array<() => void>>();
   const socket = dgram.createSocket('udp4');
   socket.on('message', (message, remote) => {
+    try {
+      const { name } = readName(message, 12);
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+      const waiting = held.get(name);
+      if (waiting) waiting.push(() => answer(message, remote));
+      else answer(message, remote);
+    } catch {
+      // Malformed questions are ignored.
+    }
+  });
+  const answer = (message: Buffer, remote: dgram.RemoteInfo) => {
     try {
       const id = message.readUInt16BE(0);
       const { name, end } = readName(message, 12);
@@ -70,7 +88,7 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     } catch {
       // Malformed questions are ignored.
     }
-  });
+  };
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
   const entry = (name: string) => {
     const key = name.toLowerCase().replace(/\.$/, '');
@@ -84,6 +102,13 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     setTxt: (name, value) => { (entry(name).txt ??= []).push(value); },
     setA: (name, ip) => { entry(name).a = ip; },
     remove: (name) => { entries.delete(name.toLowerCase()); },
+    queries: (name) => counts.get(name.toLowerCase()) ?? 0,
+    hold: (name) => { if (!held.has(name.toLowerCase())) held.set(name.toLowerCase(), []); },
+    release: (name) => {
+      const waiting = held.get(name.toLowerCase()) ?? [];
+      held.delete(name.toLowerCase());
+      for (const send of waiting) send();
+    },
     close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
   };
 }

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 export interface ReceivedRequest {
@@ -8,6 +9,8 @@ export interface ReceivedRequest {
   body: string;
   json(): any;
   at: number;
+  /** The sender's end of the connection: which process sent it can be told from this port. */
+  remotePort: number;
 }
 
 export interface WebhookReceiver {
@@ -15,22 +18,34 @@ export interface WebhookReceiver {
   requests: ReceivedRequest[];
   /** Statuses answered to the next requests, in order; after the last, `fallback`. */
   program(statuses: number[], fallback?: number): void;
+  /** Runs before each answer: a hook that waits makes a slow or stuck endpoint. */
+  beforeAnswer(hook: ((request: ReceivedRequest) => Promise<void> | void) | undefined): void;
   /** Waits until `predicate` holds over the requests received, or fails after `timeoutMs`. */
   waitFor(predicate: (requests: ReceivedRequest[]) => boolean, timeoutMs?: number): Promise<ReceivedRequest[]>;
   close(): Promise<void>;
 }
 
-/** A real HTTP endpoint on 127.0.0.1 that records every request and answers programmed statuses. */
-export async function startWebhookReceiver(): Promise<WebhookReceiver> {
+/**
+ * A real HTTP endpoint on 127.0.0.1 that records every request and answers programmed statuses.
+ * `keep: false` records nothing (for floods of requests, counted by a `beforeAnswer` hook instead).
+ * `tls` makes it an HTTPS endpoint with that certificate (e.g. one issued by the development CA).
+ */
+export async function startWebhookReceiver(options: { keep?: boolean; tls?: { cert: string; key: string } } = {}): Promise<WebhookReceiver> {
   const requests: ReceivedRequest[] = [];
   let queue: number[] = [];
   let fallback = 204;
-  const server = http.createServer((req, res) => {
+  let hook: ((request: ReceivedRequest) => Promise<void> | void) | undefined;
+  const server = options.tls ? https.createServer(options.tls) : http.createServer();
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, json: () => JSON.parse(body), at: Date.now() });
+      const request = {
+        method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, json: () => JSON.parse(body), at: Date.now(), remotePort: req.socket.remotePort ?? 0,
+      };
+      if (options.keep !== false) requests.push(request);
+      await hook?.(request);
       res.statusCode = queue.shift() ?? fallback;
       res.end();
     });
@@ -38,11 +53,14 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/hook`,
+    url: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}/hook`,
     requests,
     program(statuses, next = 204) {
       queue = [...statuses];
       fallback = next;
+    },
+    beforeAnswer(next) {
+      hook = next;
     },
     async waitFor(predicate, timeoutMs = 5000) {
       await waitUntil(() => predicate(requests), timeoutMs, () => `webhook receiver: condition not met; got ${requests.length} requests`);

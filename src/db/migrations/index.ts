@@ -4,6 +4,10 @@ import * as segments from './002_segments.ts';
 import * as captcha from './003_captcha.ts';
 import * as eventStreams from './004_event_streams.ts';
 import * as customDomains from './005_custom_domains.ts';
+import * as eventStreamSigningAndTail from './006_event_stream_signing_and_tail.ts';
+import * as customDomainRechecks from './007_custom_domain_rechecks.ts';
+import * as customDomainCertificates from './008_custom_domain_certificates.ts';
+import * as emails from './009_emails.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +16,8 @@ export const migrations: Record<string, Migration> = {
   '003_captcha': captcha,
   '004_event_streams': eventStreams,
   '005_custom_domains': customDomains,
+  '006_event_stream_signing_and_tail': eventStreamSigningAndTail,
+  '007_custom_domain_rechecks': customDomainRechecks,
+  '008_custom_domain_certificates': customDomainCertificates,
+  '009_emails': emails,
 };

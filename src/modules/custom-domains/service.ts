@@ -1,13 +1,16 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import type { Database, Tx } from '../../db/database.ts';
 import { isUniqueViolation, now } from '../../db/database.ts';
 import type { CustomDomainsTable } from '../../db/schema.ts';
+import { hashCnameApiKey } from '../../http/cname-api-key.ts';
 import { ApiError, badRequest, conflict } from '../../http/errors.ts';
 import { newId } from '../../ids.ts';
 import type { Tenant, TenantHost, TenantService } from '../tenants/service.ts';
 import type { CreateCustomDomainBody, ListCustomDomainsQuery, UpdateCustomDomainBody } from './schema.ts';
-import { txtRecordName, type DomainVerifier } from './verification.ts';
+import { UPLOADED } from './certificates.ts';
+import type { ClaimedCheck } from './rechecks.ts';
+import { txtRecordName, type Check, type DomainVerifier } from './verification.ts';
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 
 type Row = Selectable<CustomDomainsTable>;
@@ -42,8 +45,9 @@ const mustBeVerified = () => badRequest.body('The domain must be verified before
 const deletingDefault = () =>
   conflict('Cannot delete the default custom domain. Please set another domain as default before deleting this one.');
 
+const alreadyVerified = () => badRequest.body('Custom domain already verified.');
+
 const DEFAULT_TAKE = 50;
-const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 /** Nested timestamps of the original carry no milliseconds (`2026-03-12T09:23:36Z`). */
 const seconds = (iso: string) => iso.replace(/\.\d{3}Z$/, 'Z');
 
@@ -71,6 +75,24 @@ function tooManyMetadataKeys(count: number): ApiError {
 export interface CustomDomainSettings {
   edgeDomain: string;
   maxPerTenant: number;
+  /** Pending domains are re-checked in the background for this long after creation, then failed. */
+  verifyWindowMs: number;
+  /** Delay before the first background re-check; it doubles after each, up to recheckMaxMs. */
+  recheckInitialMs: number;
+  recheckMaxMs: number;
+}
+
+/** What a DNS check makes of a domain's status and verification members. */
+type Verdict = Pick<Row, 'status' | 'verification_status' | 'verification_error'> & { last_verified_at?: string };
+
+/** A self-managed domain that is ready but whose cname-api-key was never handed out. */
+const awaitsApiKey = (row: Row) => row.type === 'self_managed_certs' && row.status === 'ready' && row.cname_api_key_hash === null;
+
+/** `48 hours`, `10 minutes`, `5 seconds`: the window as the failure message states it. */
+function describeWindow(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  const [count, unit] = seconds % 3600 === 0 ? [seconds / 3600, 'hour'] : seconds % 60 === 0 ? [seconds / 60, 'minute'] : [seconds, 'second'];
+  return `${count} ${unit}${count === 1 ? '' : 's'}`;
 }
 
 export class CustomDomainService {
@@ -80,6 +102,13 @@ export class CustomDomainService {
     private readonly verifier: DomainVerifier,
     private readonly settings: CustomDomainSettings,
   ) {}
+
+  private readonly readyListeners: Array<(domain: string) => void> = [];
+
+  /** Told the hostname of each domain that becomes ready, by a verify call or a background check. */
+  onReady(listener: (domain: string) => void): void {
+    this.readyListeners.push(listener);
+  }
 
   /** CNAME target of an svc-managed domain: `<tenant>-cd-<id without cd_, lower-cased>.<edge domain>`. */
   cnameTarget(tenantId: string, id: string): string {
@@ -138,6 +167,7 @@ export class CustomDomainService {
       ? null
       : Object.fromEntries(Object.entries(input.domain_metadata).filter(([, v]) => v !== null));
     const id = newId.customDomain();
+    const createdAt = now();
     try {
       const row = await this.database.db.transaction().execute(async (trx) => {
         // Creations of one tenant run one after another, so the per-tenant cap holds under concurrency.
@@ -165,7 +195,10 @@ export class CustomDomainService {
           domain_metadata: metadata === null ? null : JSON.stringify(metadata),
           relying_party_identifier: input.relying_party_identifier?.toLowerCase() ?? null,
           cname_api_key_hash: null,
-          created_at: now(),
+          created_at: createdAt,
+          next_check_at: new Date(Date.parse(createdAt) + Math.min(this.settings.recheckInitialMs, this.settings.recheckMaxMs)).toISOString(),
+          check_count: 0,
+          check_claimed_until: null,
         };
         await trx.insertInto('custom_domains').values(row).execute();
         return row;
@@ -281,31 +314,29 @@ export class CustomDomainService {
     this.tenants.forget();
   }
 
-  /** Checks DNS now; on success the domain is ready, and a self-managed one receives its cname-api-key once. */
+  /**
+   * Checks DNS now; on success the domain is ready. A self-managed domain receives its cname-api-key
+   * from the first verify that finds it ready (also when a background check made it so), and only then.
+   */
   async verify(tenantId: string, id: string): Promise<CustomDomain> {
     const before = await this.row(this.database.db, tenantId, id);
-    if (before.status === 'ready') throw badRequest.body('Custom domain already verified.');
-    const check = before.type === 'svc_managed_certs'
-      ? await this.verifier.checkCname(before.domain, before.verification_record)
-      : await this.verifier.checkTxt(before.domain, before.verification_record);
-    const at = seconds(now());
+    if (before.status === 'ready' && !awaitsApiKey(before)) throw alreadyVerified();
+    const check: Check = before.status === 'ready' ? { ok: true } : await this.check(before);
+    const at = new Date();
     let apiKey: string | undefined;
     const updated = await this.database.db.transaction().execute(async (trx) => {
       const current = await this.row(trx, tenantId, id, true);
-      if (current.status === 'ready') throw badRequest.body('Custom domain already verified.');
-      let changed: Row;
-      if (check.ok) {
-        if (current.type === 'self_managed_certs' && current.cname_api_key_hash === null) apiKey = randomBytes(64).toString('hex');
-        changed = {
-          ...current,
-          status: 'ready',
-          verification_status: 'verified',
-          verification_error: null,
-          last_verified_at: at,
-          cname_api_key_hash: apiKey === undefined ? current.cname_api_key_hash : sha256(apiKey),
-        };
-      } else {
-        changed = { ...current, verification_status: 'pending', verification_error: check.error };
+      if (current.status === 'ready' && !awaitsApiKey(current)) throw alreadyVerified();
+      let changed: Row = current;
+      if (current.status !== 'ready') {
+        const verdict = this.verdict(current, check, at);
+        // A settled domain leaves the background schedule; a pending one keeps its place in it.
+        const settled = verdict.status !== 'pending_verification';
+        changed = { ...current, ...verdict, ...(settled ? { next_check_at: null, check_claimed_until: null } : {}) };
+      }
+      if (awaitsApiKey(changed)) {
+        apiKey = randomBytes(64).toString('hex');
+        changed = { ...changed, cname_api_key_hash: hashCnameApiKey(apiKey) };
       }
       await trx
         .updateTable('custom_domains')
@@ -315,20 +346,62 @@ export class CustomDomainService {
           verification_error: changed.verification_error,
           last_verified_at: changed.last_verified_at,
           cname_api_key_hash: changed.cname_api_key_hash,
+          next_check_at: changed.next_check_at,
+          check_claimed_until: changed.check_claimed_until,
         })
         .where('id', '=', id)
         .execute();
       return changed;
     });
     this.tenants.forget();
+    if (before.status !== 'ready' && updated.status === 'ready') for (const listener of this.readyListeners) listener(updated.domain);
     const record = this.present(updated, undefined, false);
     return apiKey === undefined ? record : { ...record, cname_api_key: apiKey };
   }
 
-  /** True when the key is the one handed out for this self-managed domain. */
-  async checkApiKey(domain: string, key: string): Promise<boolean> {
-    const row = await this.database.db.selectFrom('custom_domains').select('cname_api_key_hash').where('domain', '=', domain.toLowerCase()).executeTakeFirst();
-    return row?.cname_api_key_hash != null && row.cname_api_key_hash === sha256(key);
+  /**
+   * One background re-check of a domain this node claimed. Its outcome is recorded only while the
+   * domain is still pending and the claim still this node's: a verify call meanwhile settles it first.
+   */
+  async recheck(claim: ClaimedCheck, leaseUntil: string): Promise<void> {
+    const check = await this.check(claim);
+    const at = new Date();
+    const verdict = this.verdict({ status: 'pending_verification', created_at: claim.created_at }, check, at);
+    const deadline = Date.parse(claim.created_at) + this.settings.verifyWindowMs;
+    const delay = Math.min(this.settings.recheckInitialMs * 2 ** (claim.check_count + 1), this.settings.recheckMaxMs);
+    const next = verdict.status === 'pending_verification' ? new Date(Math.min(at.getTime() + delay, deadline)).toISOString() : null;
+    const result = await this.database.db
+      .updateTable('custom_domains')
+      .set({ ...verdict, next_check_at: next, check_count: claim.check_count + 1, check_claimed_until: null })
+      .where('id', '=', claim.id)
+      .where('status', '=', 'pending_verification')
+      .where('check_claimed_until', '=', leaseUntil)
+      .executeTakeFirst();
+    if (verdict.status === 'ready' && result.numUpdatedRows > 0n) {
+      this.tenants.forget();
+      for (const listener of this.readyListeners) listener(claim.domain);
+    }
+  }
+
+  private check(row: Pick<Row, 'type' | 'domain' | 'verification_record'>): Promise<Check> {
+    return row.type === 'svc_managed_certs'
+      ? this.verifier.checkCname(row.domain, row.verification_record)
+      : this.verifier.checkTxt(row.domain, row.verification_record);
+  }
+
+  /**
+   * Success makes a domain ready. A failure leaves it pending until its verification window has run
+   * out; then, or when it had already failed, it is failed, with the last check's finding.
+   */
+  private verdict(row: Pick<Row, 'status' | 'created_at'>, check: Check, at: Date): Verdict {
+    if (check.ok) {
+      return { status: 'ready', verification_status: 'verified', verification_error: null, last_verified_at: seconds(at.toISOString()) };
+    }
+    const windowMs = this.settings.verifyWindowMs;
+    if (row.status === 'failed' || at.getTime() >= Date.parse(row.created_at) + windowMs) {
+      return { status: 'failed', verification_status: 'failed', verification_error: `Verification did not succeed within ${describeWindow(windowMs)}: ${check.error}` };
+    }
+    return { status: 'pending_verification', verification_status: 'pending', verification_error: check.error };
   }
 
   async getDefault(tenant: Tenant): Promise<CustomDomain | { domain: string }> {
@@ -361,16 +434,30 @@ export class CustomDomainService {
     return result;
   }
 
-  /** Host lookup for the tenant service: a ready custom domain reaches its tenant. */
+  /** Host lookup for the tenant service: a ready custom domain reaches its tenant (a self-managed one only with its key). */
   async lookupHost(host: string): Promise<TenantHost | undefined> {
     const found = await this.database.db
       .selectFrom('custom_domains')
       .innerJoin('tenants', 'tenants.id', 'custom_domains.tenant_id')
-      .select(['tenants.id as id', 'tenants.domain as tenant_domain', 'custom_domains.domain as domain'])
+      .leftJoin('custom_domain_certificates as certificates', (join) =>
+        join.onRef('certificates.custom_domain_id', '=', 'custom_domains.id').on('certificates.source', '=', UPLOADED),
+      )
+      .select([
+        'tenants.id as id',
+        'tenants.domain as tenant_domain',
+        'custom_domains.domain as domain',
+        'custom_domains.type as type',
+        'custom_domains.cname_api_key_hash as cname_api_key_hash',
+        'certificates.custom_domain_id as uploaded',
+      ])
       .where('custom_domains.domain', '=', host.toLowerCase())
       .where('custom_domains.status', '=', 'ready')
       .executeTakeFirst();
-    return found && { tenant: { id: found.id, domain: found.tenant_domain }, domain: found.domain };
+    if (!found) return undefined;
+    const tenantHost: TenantHost = { tenant: { id: found.id, domain: found.tenant_domain }, domain: found.domain };
+    // The server terminates TLS for svc-managed domains; self-managed ones are reached through the operator's proxy.
+    if (found.type !== 'self_managed_certs') return tenantHost;
+    return { ...tenantHost, cnameApiKeyHash: found.cname_api_key_hash, uploadedCertificate: found.uploaded !== null };
   }
 
   /** Domains provider for the tenant service: the tenant's ready custom domains. */

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
 import {
-  CreateStreamBody, DeliveriesQuery, ListQuery, RedeliverBody, StreamEventId, StreamId, TestBody, UpdateStreamBody,
+  CreateSigningSecretBody, CreateStreamBody, DeliveriesQuery, ListQuery, RedeliverBody, SigningSecretCreated, SigningSecretList,
+  SigningSecretParams, StreamEventId, StreamId, TestBody, UpdateStreamBody,
 } from './schema.ts';
 
 const BASE = '/api/v2/event-streams';
@@ -68,5 +69,45 @@ export async function eventStreamRoutes(app: FastifyInstance, services: Services
   }, async (request, reply) => {
     await streams.redeliverOne(request.tenant.id, request.params.id, request.params.event_id);
     return reply.code(202).send({});
+  });
+
+  // Standard Webhooks signing (a Tenantry extension; the original's operations and shapes are untouched).
+
+  app.get<{ Params: StreamId }>(`${BASE}/:id/signing-secrets`, {
+    config: { scopes: ['read:event_streams'] },
+    schema: {
+      tags, operationId: 'listEventStreamSigningSecrets', summary: 'List the secrets signing a stream\'s deliveries (never the secrets themselves)',
+      params: StreamId, response: { 200: SigningSecretList },
+    },
+  }, async (request) => streams.signingSecrets(request.tenant.id, request.params.id));
+
+  app.post<{ Params: StreamId; Body: CreateSigningSecretBody }>(`${BASE}/:id/signing-secrets`, {
+    config: { scopes: ['update:event_streams'] },
+    // The body is optional: a bare POST rotates with the default overlap.
+    preValidation: (request, _reply, done) => {
+      request.body ??= {};
+      done();
+    },
+    schema: {
+      tags, operationId: 'createEventStreamSigningSecret',
+      summary: 'Sign deliveries with a new secret (Standard Webhooks); the previous one keeps signing for the overlap',
+      params: StreamId, body: CreateSigningSecretBody, response: { 201: SigningSecretCreated },
+    },
+  }, async (request, reply) => reply.code(201).send(await streams.createSigningSecret(request.tenant.id, request.params.id, request.body)));
+
+  app.delete<{ Params: StreamId }>(`${BASE}/:id/signing-secrets`, {
+    config: { scopes: ['update:event_streams'] },
+    schema: { tags, operationId: 'deleteEventStreamSigningSecrets', summary: 'Stop signing a stream\'s deliveries', params: StreamId },
+  }, async (request, reply) => {
+    await streams.deleteSigningSecrets(request.tenant.id, request.params.id);
+    return reply.code(204).send();
+  });
+
+  app.delete<{ Params: SigningSecretParams }>(`${BASE}/:id/signing-secrets/:secret_id`, {
+    config: { scopes: ['update:event_streams'] },
+    schema: { tags, operationId: 'deleteEventStreamSigningSecret', summary: 'Stop signing with one secret', params: SigningSecretParams },
+  }, async (request, reply) => {
+    await streams.deleteSigningSecret(request.tenant.id, request.params.id, request.params.secret_id);
+    return reply.code(204).send();
   });
 }

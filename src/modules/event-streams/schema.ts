@@ -1,4 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { registerFormat } from '../../http/validation.ts';
+import { idPattern } from '../../ids.ts';
 
 /** Event types a stream can subscribe to (spec section 6, plus the SDK's connection.*). */
 export const EVENT_TYPES = [
@@ -113,3 +115,60 @@ export const TestBody = Type.Object(
   { additionalProperties: false },
 );
 export type TestBody = Static<typeof TestBody>;
+
+// ---------------------------------------------------------------------------------------------
+// Standard Webhooks signing secrets (a Tenantry extension: the original has no such operations)
+
+registerFormat('signing-secret-id', idPattern.signingSecret);
+
+export const SigningSecretParams = Type.Object(
+  {
+    id: Type.String({ format: 'event-stream-id', description: 'Unique identifier for the event stream' }),
+    secret_id: Type.String({ format: 'signing-secret-id', description: 'Unique identifier for the signing secret' }),
+  },
+  { additionalProperties: false },
+);
+export type SigningSecretParams = Static<typeof SigningSecretParams>;
+
+/** Thirty days: a rotation's overlap is for switching receivers over, not for keeping two secrets. */
+const MAX_OVERLAP_SECONDS = 30 * 24 * 3600;
+
+export const CreateSigningSecretBody = Type.Object(
+  {
+    overlap_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_OVERLAP_SECONDS,
+        description: 'How long the secret being replaced keeps signing alongside the new one, in seconds (default 86400; 0: not at all).',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CreateSigningSecretBody = Static<typeof CreateSigningSecretBody>;
+
+export const SigningSecret = Type.Object(
+  {
+    id: Type.String({ description: 'Unique identifier for the signing secret' }),
+    created_at: Type.String({ format: 'date-time' }),
+    expires_at: Type.Optional(Type.String({ format: 'date-time', description: 'When a replaced secret stops signing' })),
+  },
+  { additionalProperties: false },
+);
+export type SigningSecret = Static<typeof SigningSecret>;
+
+export const SigningSecretCreated = Type.Object(
+  {
+    id: Type.String({ description: 'Unique identifier for the signing secret' }),
+    secret: Type.String({ description: 'whsec_ and the base64 key: shown this once, never again' }),
+    created_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+export type SigningSecretCreated = Static<typeof SigningSecretCreated>;
+
+export const SigningSecretList = Type.Object(
+  { signing_secrets: Type.Array(SigningSecret, { description: 'Every secret signing deliveries, newest first' }) },
+  { additionalProperties: false },
+);
+export type SigningSecretList = Static<typeof SigningSecretList>;

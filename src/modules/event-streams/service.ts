@@ -5,11 +5,14 @@ import type { DeliveriesTable, DeliveryAttemptsTable, EventStreamsTable, Schema 
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 import { ApiError, badRequest, conflict } from '../../http/errors.ts';
 import { idPattern, newId } from '../../ids.ts';
+import { EndpointRefused, EndpointUnresolved, type EndpointGuard } from '../../delivery/endpoint-guard.ts';
 import type { SecretBox } from '../../secret-box.ts';
 import { envelope, sourceFor, type Envelope } from './envelope.ts';
 import type {
-  Authorization, CreateStreamBody, DeliveriesQuery, Destination, EventType, RedeliverBody, TestBody, UpdateStreamBody,
+  Authorization, CreateSigningSecretBody, CreateStreamBody, DeliveriesQuery, Destination, EventType, RedeliverBody,
+  SigningSecretCreated, SigningSecretList, TestBody, UpdateStreamBody,
 } from './schema.ts';
+import { live, newSigningSecret, rotate, signingKey, without, withoutSecret, type StoredSigningSecret } from './signing-secrets.ts';
 
 export interface EventStream {
   id: string;
@@ -47,14 +50,16 @@ export const eventNotFound = () => new ApiError(404, 'The event does not exist.'
 const nameTaken = () =>
   conflict('You have reached the maximum number of event streams for your account OR Event stream name already in use.');
 const notRedeliverable = () => conflict('The event is not in a state that allows redelivery.');
+const signingSecretNotFound = () => new ApiError(404, 'The signing secret does not exist.');
+
+/** How long a replaced signing secret keeps signing when the rotation does not say. */
+const DEFAULT_SIGNING_OVERLAP_SECONDS = 86_400;
 
 const DEFAULT_TAKE = 50;
 
 
 
 const isoMs = (value: string): string => new Date(value).toISOString();
-
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\]|::1|0\.0\.0\.0)$/i;
 
 /** What one user change (or a test) hands the outbox. */
 export interface EventInput {
@@ -84,14 +89,26 @@ export class EventStreamService {
   constructor(
     private readonly database: Database,
     private readonly secretBox: SecretBox,
-    private readonly options: { allowHttp: boolean },
+    /** `guard` undefined: development mode (DELIVERY_ALLOW_HTTP), where endpoints may be http:// and at any address. */
+    private readonly options: { guard: EndpointGuard | undefined },
   ) {}
+
+  private readonly queuedListeners: Array<(trx: Tx) => Promise<void>> = [];
+
+  /** Called inside every transaction that queues deliveries, so the workers can be woken once it commits. */
+  onQueued(listener: (trx: Tx) => Promise<void>): void {
+    this.queuedListeners.push(listener);
+  }
+
+  private async queued(trx: Tx): Promise<void> {
+    for (const listener of this.queuedListeners) await listener(trx);
+  }
 
   // ---------------------------------------------------------------------------------------------
   // Streams
 
   async create(tenantId: string, input: CreateStreamBody): Promise<EventStream> {
-    const { destination, secret } = this.checkDestination(input.destination, undefined);
+    const { destination, secret } = this.sealDestination(await this.checkWebhook(input.destination), undefined);
     const at = now();
     const row: Selectable<EventStreamsTable> = {
       id: newId.eventStream(),
@@ -101,6 +118,7 @@ export class EventStreamService {
       subscriptions: JSON.stringify(input.subscriptions ?? []),
       destination: JSON.stringify(destination),
       secret,
+      signing_secrets: null,
       created_at: at,
       updated_at: at,
     };
@@ -128,6 +146,7 @@ export class EventStreamService {
   }
 
   async update(tenantId: string, id: string, input: UpdateStreamBody): Promise<EventStream> {
+    const webhook = input.destination === undefined ? undefined : await this.checkWebhook(input.destination);
     try {
       return await this.database.db.transaction().execute(async (trx) => {
         const current = await this.row(trx, tenantId, id, true);
@@ -135,8 +154,8 @@ export class EventStreamService {
         if (input.name !== undefined) changed.name = input.name;
         if (input.status !== undefined) changed.status = input.status;
         if (input.subscriptions !== undefined) changed.subscriptions = JSON.stringify(input.subscriptions);
-        if (input.destination !== undefined) {
-          const checked = this.checkDestination(input.destination, current);
+        if (webhook !== undefined) {
+          const checked = this.sealDestination(webhook, current);
           changed.destination = JSON.stringify(checked.destination);
           changed.secret = checked.secret;
         }
@@ -180,10 +199,11 @@ export class EventStreamService {
     return row;
   }
 
-  private checkDestination(
-    input: Destination,
-    current: Selectable<EventStreamsTable> | undefined,
-  ): { destination: PublicDestination; secret: string | null } {
+  /**
+   * Everything about a destination that needs no stored stream, DNS included: run before any
+   * transaction opens, so a slow resolver never holds a lock.
+   */
+  private async checkWebhook(input: Destination): Promise<{ endpoint: string; auth: Authorization }> {
     if (input.type !== 'webhook') {
       throw new ApiError(400, `Destination type '${input.type}' is not supported by this server; use 'webhook'.`, 'operation_not_supported');
     }
@@ -194,7 +214,14 @@ export class EventStreamService {
     if (auth === undefined) {
       throw badRequest.body("Payload validation error: 'Missing required property: webhook_authorization' on property destination.configuration.");
     }
-    this.checkEndpoint(endpoint);
+    await this.checkEndpoint(endpoint);
+    return { endpoint, auth };
+  }
+
+  private sealDestination(
+    { endpoint, auth }: { endpoint: string; auth: Authorization },
+    current: Selectable<EventStreamsTable> | undefined,
+  ): { destination: PublicDestination; secret: string | null } {
     const previous = current ? (JSON.parse(current.destination) as PublicDestination).configuration.webhook_authorization : undefined;
     const keep = previous?.method === auth.method && current?.secret ? current.secret : null;
     const sealed = (secret: string | undefined, name: string): string => {
@@ -225,22 +252,84 @@ export class EventStreamService {
     return { destination: { type: 'webhook', configuration: { webhook_endpoint: endpoint, webhook_authorization: publicAuth } }, secret };
   }
 
-  private checkEndpoint(endpoint: string): void {
-    const refuse = () =>
-      badRequest.body(
-        `Payload validation error: 'String does not match pattern ^https://.*: ${endpoint}' on property destination.configuration.webhook_endpoint (URL of the webhook).`,
-      );
+  /** https:// only, at public addresses or allow-listed ones (see EndpointGuard); anything in development mode. */
+  private async checkEndpoint(endpoint: string): Promise<void> {
+    const refuse = (reason: string) =>
+      badRequest.body(`Payload validation error: '${reason}' on property destination.configuration.webhook_endpoint (URL of the webhook).`);
+    const pattern = () => refuse(`String does not match pattern ^https://.*: ${endpoint}`);
     let url: URL;
     try {
       url = new URL(endpoint);
     } catch {
-      throw refuse();
+      throw pattern();
     }
-    if (this.options.allowHttp) {
-      if (url.protocol !== 'https:' && url.protocol !== 'http:') throw refuse();
+    const { guard } = this.options;
+    if (guard === undefined) {
+      if (url.protocol !== 'https:' && url.protocol !== 'http:') throw pattern();
       return;
     }
-    if (url.protocol !== 'https:' || LOOPBACK.test(url.hostname)) throw refuse();
+    if (url.protocol !== 'https:') throw pattern();
+    try {
+      await guard.check(url.hostname);
+    } catch (error) {
+      if (error instanceof EndpointRefused) throw refuse(`Webhook endpoints must be public: ${error.message}`);
+      if (error instanceof EndpointUnresolved) throw refuse(`Webhook endpoint ${error.message}`);
+      throw error;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Signing secrets (Standard Webhooks; a Tenantry extension)
+
+  async signingSecrets(tenantId: string, streamId: string): Promise<SigningSecretList> {
+    const row = await this.row(this.database.db, tenantId, streamId);
+    return { signing_secrets: live(this.openSigning(row.signing_secrets), now()).map(withoutSecret) };
+  }
+
+  /** A new current secret, returned this once; the one it replaces keeps signing for the overlap. */
+  async createSigningSecret(tenantId: string, streamId: string, input: CreateSigningSecretBody): Promise<SigningSecretCreated> {
+    return this.database.db.transaction().execute(async (trx) => {
+      const row = await this.row(trx, tenantId, streamId, true);
+      const at = now();
+      const fresh = newSigningSecret(at);
+      const secrets = rotate(this.openSigning(row.signing_secrets), fresh, at, input.overlap_seconds ?? DEFAULT_SIGNING_OVERLAP_SECONDS);
+      await this.storeSigning(trx, tenantId, streamId, secrets);
+      return { id: fresh.id, secret: fresh.secret, created_at: fresh.created_at };
+    });
+  }
+
+  async deleteSigningSecret(tenantId: string, streamId: string, secretId: string): Promise<void> {
+    await this.database.db.transaction().execute(async (trx) => {
+      const row = await this.row(trx, tenantId, streamId, true);
+      const secrets = live(this.openSigning(row.signing_secrets), now());
+      if (!secrets.some((s) => s.id === secretId)) throw signingSecretNotFound();
+      await this.storeSigning(trx, tenantId, streamId, without(secrets, secretId));
+    });
+  }
+
+  /** Deliveries go unsigned from now on. */
+  async deleteSigningSecrets(tenantId: string, streamId: string): Promise<void> {
+    const updated = await this.database.db
+      .updateTable('event_streams')
+      .set({ signing_secrets: null })
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', streamId)
+      .executeTakeFirst();
+    if (updated.numUpdatedRows === 0n) throw streamNotFound();
+  }
+
+  /** The HMAC keys a delivery is signed with, newest first (none: unsigned): for the delivery worker only. */
+  signingKeys(sealed: string | null): Buffer[] {
+    return live(this.openSigning(sealed), now()).map(signingKey);
+  }
+
+  private openSigning(sealed: string | null): StoredSigningSecret[] {
+    return sealed === null ? [] : (JSON.parse(this.secretBox.open(sealed)) as StoredSigningSecret[]);
+  }
+
+  private async storeSigning(trx: Tx, tenantId: string, streamId: string, secrets: StoredSigningSecret[]): Promise<void> {
+    const sealed = secrets.length === 0 ? null : this.secretBox.seal(JSON.stringify(secrets));
+    await trx.updateTable('event_streams').set({ signing_secrets: sealed }).where('tenant_id', '=', tenantId).where('id', '=', streamId).execute();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -267,6 +356,7 @@ export class EventStreamService {
       .values({ id, tenant_id: input.tenantId, type: input.type, time: at, source: sourceFor(tenant.domain), data: JSON.stringify(input.data), purpose: null })
       .execute();
     await trx.insertInto('deliveries').values(targets.map((s) => newDelivery(s.id, id, input.type, at))).execute();
+    await this.queued(trx);
   }
 
   async test(tenantId: string, streamId: string, input: TestBody): Promise<Delivery> {
@@ -281,6 +371,7 @@ export class EventStreamService {
       };
       await trx.insertInto('events').values(event).execute();
       await trx.insertInto('deliveries').values(newDelivery(streamId, event.id, input.event_type, at)).execute();
+      await this.queued(trx);
       return { id: event.id, event_stream_id: streamId, event_type: input.event_type, status: 'pending', attempts: [], event: envelope(event, streamId) };
     });
   }
@@ -389,6 +480,7 @@ export class EventStreamService {
       }))
       .where(matching)
       .execute();
+    await this.queued(trx);
   }
 
   private async present(rows: Array<Selectable<DeliveriesTable>>): Promise<Delivery[]> {

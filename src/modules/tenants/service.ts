@@ -14,6 +14,16 @@ export const TENANT_ID_PATTERN = /^[a-z0-9][-a-z0-9]{1,62}[a-z0-9]$/;
 export interface TenantHost {
   tenant: Tenant;
   domain: string;
+  /**
+   * Set for a self-managed custom domain, whose requests must come through the operator's proxy: the
+   * SHA-256 of the key that proxy sends in `cname-api-key`, or null while no key has been issued.
+   */
+  cnameApiKeyHash?: string | null;
+  /**
+   * True for a self-managed domain whose uploaded certificate this server serves itself: a request
+   * that reached it over this server's own TLS under that name needs no proxy, hence no key.
+   */
+  uploadedCertificate?: boolean;
 }
 
 /** Host names another source (custom domains) maps to tenants; consulted after canonical domains. */

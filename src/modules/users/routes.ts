@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
+import { CustomDomainHeaders } from '../emails/domain-context.ts';
 import { parseFields, profileMembers, type User } from './user.ts';
 
 const UserId = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255, description: 'ID of the user' }) }, { additionalProperties: false });
@@ -15,7 +16,7 @@ const CreateUserBody = Type.Object(
     connection: Type.String({ minLength: 1, maxLength: 128, description: 'Name of the connection this user should be created in.' }),
     password: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
     user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
-    verify_email: Type.Optional(Type.Boolean()),
+    verify_email: Type.Optional(Type.Boolean({ description: 'Whether a verification email is sent (true) or not (false); when absent, one is sent unless email_verified is true.' })),
     ...profileMembers,
   },
   { additionalProperties: false },
@@ -56,11 +57,17 @@ export async function userRoutes(app: FastifyInstance, services: Services): Prom
     return reply.type('application/json; charset=utf-8').send(json);
   });
 
-  app.post<{ Body: Static<typeof CreateUserBody> }>('/api/v2/users', {
+  app.post<{ Body: Static<typeof CreateUserBody>; Headers: CustomDomainHeaders }>('/api/v2/users', {
     config: { scopes: ['create:users'] },
-    schema: { tags: ['users'], operationId: 'createUser', summary: 'Create a user', body: CreateUserBody, response: { 201: UserResponse } },
+    schema: {
+      tags: ['users'], operationId: 'createUser', headers: CustomDomainHeaders, body: CreateUserBody, response: { 201: UserResponse },
+      summary: 'Create a user; a verification email goes out unless verify_email is false (or, without it, email_verified is true)',
+    },
   }, async (request, reply) => {
-    const user: User = await services.users.create(request.tenant.id, request.body);
+    // Resolved first, as the original does even when no email goes out: a bad header creates nothing.
+    const context = await services.verificationEmails.domainContext(request.tenant, request.headers);
+    const queueVerification = await services.verificationEmails.forNewUser(request.tenant, request.body, context);
+    const user: User = await services.users.create(request.tenant.id, request.body, queueVerification);
     return reply.code(201).send(user);
   });
 

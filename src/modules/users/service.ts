@@ -1,6 +1,6 @@
 import { randomBytes, scrypt as scryptCallback, type BinaryLike, type ScryptOptions } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
-import type { Database } from '../../db/database.ts';
+import type { Database, Tx } from '../../db/database.ts';
 import type { UsersTable } from '../../db/schema.ts';
 import { isUniqueViolation, now, nowAfter } from '../../db/database.ts';
 import { ApiError, badRequest, conflict, notFound } from '../../http/errors.ts';
@@ -51,7 +51,7 @@ interface UserRow {
 
 /** Tables other modules write in the same transaction as a user change (the events outbox). */
 export type UserChangeListener = (
-  trx: import('../../db/database.ts').Tx,
+  trx: Tx,
   change: { tenantId: string; type: 'user.created' | 'user.updated' | 'user.deleted'; user: User },
 ) => Promise<void>;
 
@@ -80,7 +80,11 @@ export class UserService {
     this.changeListeners.push(listener);
   }
 
-  async create(tenantId: string, input: CreateUserInput): Promise<User> {
+  /**
+   * `inTransaction` runs in the user's insert transaction with the new user, so what it writes (a
+   * verification email in the outbox) commits or rolls back with the user.
+   */
+  async create(tenantId: string, input: CreateUserInput, inTransaction?: (trx: Tx, user: User) => Promise<void>): Promise<User> {
     const connection = await this.connections.byName(tenantId, input.connection);
     if (!connection) throw new ApiError(400, 'The connection does not exist.', 'inexistent_connection');
     if (!OWN_PROVIDER_ALIASES.has(connection.strategy)) {
@@ -115,6 +119,7 @@ export class UserService {
           })
           .execute();
         for (const listener of this.changeListeners) await listener(trx, { tenantId, type: 'user.created', user });
+        await inTransaction?.(trx, user);
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict('The user already exists.', 'svc_idp_error');
@@ -190,6 +195,34 @@ export class UserService {
       for (const listener of this.changeListeners) await listener(trx, { tenantId, type: 'user.updated', user });
       return user;
     });
+  }
+
+  /**
+   * Marks the user's email verified, in the caller's transaction, if it is still `email` (a link sent
+   * to an address the user has since changed verifies nothing). A change is a user.updated event.
+   */
+  async verifyEmail(trx: Tx, tenantId: string, userId: string, email: string): Promise<boolean> {
+    const row = await trx
+      .selectFrom('users')
+      .select(['document', 'updated_at'])
+      .where('tenant_id', '=', tenantId)
+      .where('user_id', '=', userId)
+      .$if(this.database.dialect === 'postgres', (q) => q.forUpdate())
+      .executeTakeFirst();
+    if (!row) return false;
+    const user = JSON.parse(row.document) as User;
+    if (user.email !== email) return false;
+    if (user.email_verified === true) return true;
+    user.email_verified = true;
+    user.updated_at = nowAfter(row.updated_at);
+    await trx
+      .updateTable('users')
+      .set({ document: JSON.stringify(user), updated_at: user.updated_at })
+      .where('tenant_id', '=', tenantId)
+      .where('user_id', '=', userId)
+      .execute();
+    for (const listener of this.changeListeners) await listener(trx, { tenantId, type: 'user.updated', user });
+    return true;
   }
 
   /**

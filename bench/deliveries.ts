@@ -1,0 +1,525 @@
+/**
+ * Event delivery (the webhook outbox), three benchmarks; the webhook endpoint is bench/receiver.ts.
+ *
+ *  delivery-throughput  deliveries per second from an outbox backlog (rows inserted directly, one
+ *                       event per BENCH_DELIVERY_STREAMS streams) to a receiver answering 204: SQLite
+ *                       with one node, PostgreSQL with two nodes sharing the work. Baseline: the
+ *                       receiver's own rate under autocannon POSTing the same envelope bytes, with
+ *                       as many connections as a node has deliveries in flight.
+ *  delivery-latency     from POST /api/v2/users (sent) to receipt of its user.created event, p50/p99,
+ *                       at BENCH_LATENCY_RATE users/s for 10 s, SQLite and PostgreSQL (two nodes,
+ *                       the users created on both). Baseline: the POST's own latency.
+ *  redelivery           time to queue 100,000 failed deliveries again (POST …/redeliver {}), on a
+ *                       node without a worker. Baseline: one UPDATE of the same rows back to failed.
+ *
+ * PostgreSQL parts run on a fresh database on BENCH_DATABASE_URL's server (default
+ * postgres://postgres@127.0.0.1:5432/postgres), dropped afterwards; skipped when none answers.
+ */
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import pg from 'pg';
+import { DEFAULT_TENANT_ID } from '../src/bootstrap.ts';
+import { openDatabase, type Database } from '../src/db/database.ts';
+import type { DeliveriesTable, DeliveryAttemptsTable, EventsTable } from '../src/db/schema.ts';
+import { newId } from '../src/ids.ts';
+import { envelope, sourceFor } from '../src/modules/event-streams/envelope.ts';
+import { fmt, generatedUser, HOST, load, mean, readCpuMs, spawnChild, spawnServer, table, tempDir, TENANT_DOMAIN, verdict, type Child } from './lib.ts';
+
+const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 20_000);
+const STREAMS = Number(process.env.BENCH_DELIVERY_STREAMS ?? 8);
+const LATENCY_RATE = Number(process.env.BENCH_LATENCY_RATE ?? 20);
+const LATENCY_SECONDS = 10;
+const REDELIVER = Number(process.env.BENCH_REDELIVER ?? 100_000);
+const ADMIN_DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** A node's deliveries in flight (DELIVERY_CONCURRENCY's default), and so the baseline's connections. */
+const CONCURRENCY = 32;
+/** The longest one backlog, or one latency run, may take before it is reported as it stands. */
+const RUN_LIMIT_MS = 120_000;
+const WEBHOOK_TOKEN = 'bench-webhook-token';
+const ROUNDS = 2;
+
+type Node = Child & { port: number; token: string };
+
+const wallClock = () => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------------------------------------
+// Nodes, databases and the receiver
+
+interface Backend {
+  /** "SQLite, 1 node" or "PostgreSQL, 2 nodes". */
+  name: string;
+  nodes: Node[];
+  /** The benchmark's own handle on the nodes' database, for fixtures and checks. */
+  database: Database;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `nodeCount` Tenantry nodes on a new database: SQLite in a temp DATA_DIR, or a fresh
+ * PostgreSQL database (undefined when no PostgreSQL server answers). Nodes start one after the
+ * other, so only the first migrates and bootstraps.
+ */
+async function startBackend(kind: 'sqlite' | 'postgres', nodeCount: number, env: Record<string, string> = {}): Promise<Backend | undefined> {
+  const work = tempDir(`deliveries-${kind}`);
+  let databaseUrl = '';
+  let drop = async () => {};
+  if (kind === 'postgres') {
+    const name = `tenantry_bench_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
+    try {
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${name}`);
+    } catch (error) {
+      process.stdout.write(`  PostgreSQL skipped: ${ADMIN_DATABASE_URL} did not answer (${String(error)})\n`);
+      work.remove();
+      return undefined;
+    } finally {
+      await admin.end().catch(() => undefined);
+    }
+    const url = new URL(ADMIN_DATABASE_URL);
+    url.pathname = `/${name}`;
+    databaseUrl = url.toString();
+    drop = async () => {
+      const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+    };
+  }
+  const nodes: Node[] = [];
+  let database: Database | undefined;
+  const close = async () => {
+    await database?.close();
+    for (const node of nodes) await node.stop();
+    await drop();
+    work.remove();
+  };
+  try {
+    const dataDir = path.join(work.dir, 'data');
+    // Every node of one deployment shares the key that seals the webhooks' secrets.
+    const shared = { DATABASE_URL: databaseUrl, ENCRYPTION_KEY: randomBytes(32).toString('hex'), DELIVERY_ALLOW_HTTP: 'true', ...env };
+    for (let i = 0; i < nodeCount; i++) nodes.push(await spawnServer(dataDir, shared));
+    database = openDatabase({ dataDir, ...(databaseUrl ? { databaseUrl } : {}) });
+    const name = `${kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, ${nodeCount} node${nodeCount > 1 ? 's' : ''}`;
+    return { name, nodes, database, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+interface Receiver extends Child {
+  port: number;
+  stats(): Promise<{ count: number; distinct: number; connections: number; first: number; last: number }>;
+  received(): Promise<Array<{ id: string; eventTime: number; email: string | undefined; at: number }>>;
+  reset(): Promise<void>;
+}
+
+async function startReceiver(record: boolean): Promise<Receiver> {
+  const child = await spawnChild('receiver.ts', record ? ['record'] : []);
+  const port = child.ready.port as number;
+  const base = `http://${HOST}:${port}/bench`;
+  return Object.assign(child, {
+    port,
+    stats: async () => (await fetch(`${base}/stats`)).json() as ReturnType<Receiver['stats']>,
+    received: async () => (await fetch(`${base}/received`)).json() as ReturnType<Receiver['received']>,
+    reset: async () => void (await fetch(`${base}/reset`, { method: 'POST' })).arrayBuffer(),
+  });
+}
+
+async function api(node: Node, method: string, pathAndQuery: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(`http://${HOST}:${node.port}${pathAndQuery}`, {
+    method,
+    headers: { authorization: `Bearer ${node.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Streams subscribed to user.created, each POSTing to its own path of the receiver. */
+async function createStreams(node: Node, receiverPort: number, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const created = await api(node, 'POST', '/api/v2/event-streams', {
+      name: `bench-${i}`,
+      subscriptions: [{ event_type: 'user.created' }],
+      destination: {
+        type: 'webhook',
+        configuration: { webhook_endpoint: `http://${HOST}:${receiverPort}/hook/${i}`, webhook_authorization: { method: 'bearer', token: WEBHOOK_TOKEN } },
+      },
+    });
+    if (created.status !== 201) throw new Error(`creating a stream failed: ${created.status} ${JSON.stringify(created.body)}`);
+    ids.push(created.body.id as string);
+  }
+  return ids;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures: outbox rows written directly, as the users service's transaction would write them
+
+let fixtureCounter = 0;
+
+/** A user.created event shaped as the server writes one (a user document of ~600 bytes). */
+function fixtureEvent(at: string): EventsTable {
+  const i = fixtureCounter++;
+  const localId = `${(0x65000000 + i).toString(16)}0000000000000000`.slice(0, 24);
+  const user = {
+    ...generatedUser(i),
+    user_id: `svc|${localId}`,
+    nickname: `user${i}`,
+    picture: `https://s.gravatar.com/avatar/${localId}?s=480&r=pg&d=https%3A%2F%2Fcdn.example%2Favatars%2Fgf.png`,
+    identities: [{ connection: 'Username-Password-Authentication', user_id: localId, provider: 'svc', isSocial: false }],
+    created_at: at,
+    updated_at: at,
+  };
+  return { id: newId.event(), tenant_id: DEFAULT_TENANT_ID, type: 'user.created', time: at, source: sourceFor(TENANT_DOMAIN), data: JSON.stringify({ object: user }), purpose: null };
+}
+
+const ROWS_PER_INSERT = 1000;
+
+async function insertRows<T extends 'events' | 'deliveries' | 'delivery_attempts'>(
+  trx: Database['db'],
+  tableName: T,
+  rows: Array<T extends 'events' ? EventsTable : T extends 'deliveries' ? DeliveriesTable : DeliveryAttemptsTable>,
+): Promise<void> {
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    await trx.insertInto(tableName).values(rows.slice(i, i + ROWS_PER_INSERT) as never).execute();
+  }
+}
+
+/** Failed deliveries are written in transactions of this many events. */
+const FAILED_PER_TRANSACTION = 5000;
+
+/**
+ * `events` events, each with a delivery to every stream. Pending ones (a backlog) in one transaction,
+ * so the worker finds them all at once. Failed ones (deliveries that exhausted their four attempts,
+ * with their four attempt rows, as redelivery finds them) in transactions of FAILED_PER_TRANSACTION
+ * events, so the writers of the running node (its mail worker…) are not kept waiting meanwhile.
+ */
+async function insertOutbox(database: Database, streamIds: string[], events: number, status: 'pending' | 'failed'): Promise<void> {
+  const at = new Date().toISOString();
+  const perTransaction = status === 'pending' ? events : FAILED_PER_TRANSACTION;
+  for (let done = 0; done < events; done += perTransaction) {
+    await database.db.transaction().execute(async (trx) => {
+      for (let start = done; start < Math.min(events, done + perTransaction); start += ROWS_PER_INSERT) {
+        const batch = Array.from({ length: Math.min(ROWS_PER_INSERT, events - start, done + perTransaction - start) }, () => fixtureEvent(at));
+        await insertRows(trx, 'events', batch);
+        const deliveries = batch.flatMap((event) => streamIds.map((streamId): DeliveriesTable => ({
+          stream_id: streamId, event_id: event.id, event_type: event.type, event_time: at, status,
+          attempt_count: status === 'failed' ? 4 : 0, attempt_seq: status === 'failed' ? 4 : 0,
+          next_attempt_at: at, claimed_until: null, updated_at: at,
+        })));
+        await insertRows(trx, 'deliveries', deliveries);
+        if (status === 'failed') {
+          await insertRows(trx, 'delivery_attempts', deliveries.flatMap((d) => [1, 2, 3, 4].map((seq): DeliveryAttemptsTable => ({
+            stream_id: d.stream_id, event_id: d.event_id, seq, status: 'failed', timestamp: at,
+            error_message: 'Unexpected status code 503 from POST http://127.0. ...', duration: 12.5,
+          }))));
+        }
+      }
+    });
+  }
+}
+
+async function countBy(database: Database, tableName: 'deliveries' | 'delivery_attempts'): Promise<Record<string, number>> {
+  const rows = await database.db.selectFrom(tableName).select((eb) => ['status', eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
+  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+}
+
+function percentile(values: number[], q: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+}
+
+const ms1 = (n: number) => (Number.isFinite(n) ? `${n.toFixed(1)} ms` : 'n/a');
+
+// ---------------------------------------------------------------------------------------------
+// a. Throughput
+
+/** One measured run: the baseline's load, or one backlog drained by the worker. */
+interface ThroughputRun {
+  round: number;
+  variant: string;
+  perSecond: number;
+  /** Requests sent (baseline) or deliveries in the backlog. */
+  count: number;
+  seconds: number;
+  /** CPU time of the Tenantry nodes per delivery (all nodes together), µs; NaN for the baseline. */
+  nodeCpuUs: number;
+  /** CPU time of the receiver per request it answered, µs. */
+  receiverCpuUs: number;
+  /** Requests that carried a delivery already received (worker runs). */
+  duplicates: number;
+  /** Non-2xx answers and errors (baseline), or deliveries not recorded within the time limit (worker). */
+  errors: number;
+}
+
+/**
+ * Inserts a backlog of DELIVERIES deliveries in one transaction and waits until the receiver has
+ * every one and every outcome is recorded. The rate runs from the first receipt, so the wait for
+ * the worker's next poll (it is not woken by a commit from another process) is left out.
+ */
+async function drain(backend: Backend, streamIds: string[], receiver: Receiver, round: number): Promise<ThroughputRun> {
+  await receiver.reset();
+  const before = (await countBy(backend.database, 'deliveries')).delivered ?? 0;
+  const events = Math.ceil(DELIVERIES / streamIds.length);
+  const deliveries = events * streamIds.length;
+  await insertOutbox(backend.database, streamIds, events, 'pending');
+  const committedAt = wallClock();
+  const cpuBefore = backend.nodes.map((node) => readCpuMs(node.pid));
+  const receiverCpuBefore = readCpuMs(receiver.pid);
+  const deadline = committedAt + RUN_LIMIT_MS;
+  let stats = await receiver.stats();
+  while (stats.distinct < deliveries && wallClock() < deadline) {
+    await sleep(20);
+    stats = await receiver.stats();
+  }
+  // Counting the pending rows reads only what is left of the backlog in the due index: cheap to poll.
+  const pending = async () => Number((await backend.database.db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('status', '=', 'pending').executeTakeFirstOrThrow()).n);
+  while ((await pending()) > 0 && wallClock() < deadline) await sleep(10);
+  const doneAt = wallClock();
+  const recorded = ((await countBy(backend.database, 'deliveries')).delivered ?? 0) - before;
+  const nodeCpuMs = backend.nodes.reduce((sum, node, i) => sum + readCpuMs(node.pid) - cpuBefore[i]!, 0);
+  const receiverCpuMs = readCpuMs(receiver.pid) - receiverCpuBefore;
+  const seconds = (doneAt - stats.first) / 1000;
+  process.stdout.write(`    round ${round} ${backend.name}: ${fmt.int(recorded / seconds)} deliveries/s, ${fmt.int(recorded)} of ${fmt.int(deliveries)} recorded in ${seconds.toFixed(2)} s `
+    + `(${((doneAt - committedAt) / 1000).toFixed(2)} s from the commit), ${stats.count} received, ${stats.count - stats.distinct} duplicates, ${stats.connections} new connections\n`);
+  return {
+    round,
+    variant: `worker, ${backend.name}`,
+    perSecond: recorded / seconds,
+    count: deliveries,
+    seconds,
+    nodeCpuUs: (nodeCpuMs * 1000) / recorded,
+    receiverCpuUs: (receiverCpuMs * 1000) / stats.count,
+    duplicates: stats.count - stats.distinct,
+    errors: deliveries - recorded,
+  };
+}
+
+async function baselineRun(receiver: Receiver, body: string, round: number): Promise<ThroughputRun> {
+  const headers = { 'content-type': 'application/json', 'user-agent': 'tenantry-event-streams/1', authorization: `Bearer ${WEBHOOK_TOKEN}` };
+  const options = { port: receiver.port, path: '/hook/0', method: 'POST' as const, headers, body, connections: CONCURRENCY, warmupSeconds: 0, maxRequests: 1_000_000 };
+  await load({ ...options, durationSeconds: 2 });
+  await receiver.reset();
+  const cpuBefore = readCpuMs(receiver.pid);
+  const figures = await load({ ...options, durationSeconds: 10 });
+  const received = (await receiver.stats()).count;
+  process.stdout.write(`    round ${round} baseline: ${fmt.int(figures.reqPerSec)} req/s\n`);
+  return {
+    round,
+    variant: `baseline: autocannon → receiver, ${CONCURRENCY} connections`,
+    perSecond: figures.reqPerSec,
+    count: figures.requests,
+    seconds: figures.seconds,
+    nodeCpuUs: NaN,
+    receiverCpuUs: ((readCpuMs(receiver.pid) - cpuBefore) * 1000) / received,
+    duplicates: 0,
+    errors: figures.errors + figures.non2xx,
+  };
+}
+
+async function throughputOn(kind: 'sqlite' | 'postgres', nodeCount: number, receiver: Receiver): Promise<{ name: string; runs: ThroughputRun[] } | undefined> {
+  const backend = await startBackend(kind, nodeCount);
+  if (!backend) return undefined;
+  try {
+    const streamIds = await createStreams(backend.nodes[0]!, receiver.port, STREAMS);
+    // The baseline POSTs what a delivery POSTs: an envelope of the same size, with the same headers.
+    const body = JSON.stringify(envelope(fixtureEvent(new Date().toISOString()), streamIds[0]!));
+    const runs: ThroughputRun[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      runs.push(await baselineRun(receiver, body, round));
+      runs.push(await drain(backend, streamIds, receiver, round));
+    }
+    const deliveries = await countBy(backend.database, 'deliveries');
+    const attempts = await countBy(backend.database, 'delivery_attempts');
+    process.stdout.write(`    ${backend.name}: deliveries by status ${JSON.stringify(deliveries)}, attempt rows by status ${JSON.stringify(attempts)}\n`);
+    return { name: backend.name, runs };
+  } finally {
+    await backend.close();
+  }
+}
+
+export async function throughput(): Promise<void> {
+  const receiver = await startReceiver(false);
+  try {
+    for (const [kind, nodeCount, aim] of [['sqlite', 1, 2000], ['postgres', 2, undefined]] as const) {
+      const result = await throughputOn(kind, nodeCount, receiver);
+      if (!result) continue;
+      const means = [...new Set(result.runs.map((r) => r.variant))].map((variant): ThroughputRun => {
+        const of = result.runs.filter((r) => r.variant === variant);
+        const avg = (key: keyof ThroughputRun) => mean(of.map((r) => r[key] as number));
+        return {
+          round: 0, variant, perSecond: avg('perSecond'), count: avg('count'), seconds: avg('seconds'), nodeCpuUs: avg('nodeCpuUs'),
+          receiverCpuUs: avg('receiverCpuUs'), duplicates: avg('duplicates'), errors: avg('errors'),
+        };
+      });
+      const us = (n: number) => (Number.isFinite(n) ? fmt.int(n) : '—');
+      table(`delivery-throughput — ${result.name}, ${fmt.int(result.runs[1]!.count)} deliveries over ${STREAMS} streams per round`,
+        ['round', 'variant', 'per second', 'requests / deliveries', 'seconds', 'node CPU µs/delivery', 'receiver CPU µs/request', 'duplicates', 'errors / unrecorded'],
+        [...result.runs, ...means].map((r) => [
+          r.round === 0 ? '**mean**' : `round ${r.round}`, r.variant, fmt.int(r.perSecond), fmt.int(r.count), r.seconds.toFixed(2),
+          us(r.nodeCpuUs), us(r.receiverCpuUs), r.duplicates, r.errors,
+        ]));
+      const [baseline, worker] = means as [ThroughputRun, ThroughputRun];
+      process.stdout.write(`\n  ratio worker/receiver (mean per second): ${fmt.ratio(worker.perSecond / baseline.perSecond)}`);
+      process.stdout.write(aim ? ` — target ≥ ${fmt.int(aim)} deliveries/s: ${verdict(worker.perSecond >= aim)} (${fmt.int(worker.perSecond)}/s)\n` : '\n');
+    }
+  } finally {
+    await receiver.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// b. Latency
+
+interface LatencyFigures {
+  /** POST sent → 201 received, ms. */
+  created: number[];
+  /** POST sent → event received, ms. */
+  endToEnd: number[];
+  /** The event's time (set in the user's transaction, just before it commits) → event received, ms. */
+  afterCommit: number[];
+  /** Users created whose event did not arrive within the time limit. */
+  lost: number;
+  /** Events that arrived more than once. */
+  duplicates: number;
+  /** Users not created (non-201). */
+  failed: number;
+}
+
+async function latencyOn(backend: Backend, receiver: Receiver, label: string): Promise<LatencyFigures> {
+  await createStreams(backend.nodes[0]!, receiver.port, 1);
+  const createUser = (node: Node, email: string) =>
+    api(node, 'POST', '/api/v2/users', { connection: 'Username-Password-Authentication', email, password: 'correct horse battery staple' });
+  // Warm-up: the first users pay for JIT and connection set-up on every side.
+  for (let i = 0; i < 5; i++) await createUser(backend.nodes[i % backend.nodes.length]!, `warm-${label}-${i}@bench.example`);
+  await waitForCount(receiver, 5, wallClock() + 30_000);
+  await receiver.reset();
+
+  const count = LATENCY_RATE * LATENCY_SECONDS;
+  const sent = new Map<string, { at: number; created?: number; status?: number }>();
+  const requests: Array<Promise<void>> = [];
+  const start = wallClock() + 50;
+  // Open loop: each user is sent at its time whatever the previous ones are doing.
+  for (let i = 0; i < count; i++) {
+    const due = start + (i * 1000) / LATENCY_RATE;
+    const wait = due - wallClock();
+    if (wait > 0) await sleep(wait);
+    const email = `latency-${label}-${i}@bench.example`;
+    const entry: { at: number; created?: number; status?: number } = { at: wallClock() };
+    sent.set(email, entry);
+    requests.push(createUser(backend.nodes[i % backend.nodes.length]!, email).then((r) => {
+      entry.created = wallClock();
+      entry.status = r.status;
+    }));
+  }
+  await Promise.all(requests);
+  const created = [...sent].filter(([, s]) => s.status === 201).map(([email]) => email);
+  // Every created user's event, or the time limit.
+  const deadline = wallClock() + RUN_LIMIT_MS;
+  let received = await receiver.received();
+  while (wallClock() < deadline && !created.every((email) => received.some((r) => r.email === email))) {
+    await sleep(50);
+    received = await receiver.received();
+  }
+  const figures: LatencyFigures = { created: [], endToEnd: [], afterCommit: [], lost: 0, duplicates: 0, failed: count - created.length };
+  for (const entry of sent.values()) if (entry.created !== undefined) figures.created.push(entry.created - entry.at);
+  const seen = new Set<string>();
+  for (const r of received) {
+    const entry = r.email === undefined ? undefined : sent.get(r.email);
+    if (!entry) continue;
+    if (seen.has(r.email!)) {
+      figures.duplicates++;
+      continue;
+    }
+    seen.add(r.email!);
+    figures.endToEnd.push(r.at - entry.at);
+    figures.afterCommit.push(r.at - r.eventTime);
+  }
+  figures.lost = created.filter((email) => !seen.has(email)).length;
+  return figures;
+}
+
+async function waitForCount(receiver: Receiver, count: number, deadline: number): Promise<void> {
+  while ((await receiver.stats()).distinct < count && wallClock() < deadline) await sleep(10);
+}
+
+export async function latency(): Promise<void> {
+  const receiver = await startReceiver(true);
+  try {
+    for (const [kind, nodeCount] of [['sqlite', 1], ['postgres', 2]] as const) {
+      const backend = await startBackend(kind, nodeCount);
+      if (!backend) continue;
+      let figures: LatencyFigures;
+      try {
+        figures = await latencyOn(backend, receiver, kind);
+      } finally {
+        await backend.close();
+      }
+      const row = (name: string, values: number[]) => [name, fmt.int(values.length), ms1(percentile(values, 0.5)), ms1(percentile(values, 0.99)), ms1(Math.max(...values))];
+      table(`delivery-latency — ${backend.name}, ${LATENCY_RATE} users/s for ${LATENCY_SECONDS} s, one stream`,
+        ['measure', 'samples', 'p50', 'p99', 'max'],
+        [
+          row('baseline: POST /api/v2/users sent → 201 received', figures.created),
+          row('POST sent → event received (end to end)', figures.endToEnd),
+          row('event time (in the commit) → event received', figures.afterCommit),
+        ]);
+      const p99 = percentile(figures.endToEnd, 0.99);
+      process.stdout.write([
+        '',
+        `  ratio end-to-end/creation (p50): ${fmt.ratio(percentile(figures.endToEnd, 0.5) / percentile(figures.created, 0.5))}; users not created: ${figures.failed}; events not received: ${figures.lost}; received twice: ${figures.duplicates}`,
+        `  end-to-end p99 ${ms1(p99)} — target < 250 ms: ${verdict(p99 < 250 && figures.lost === 0)}`,
+        '',
+      ].join('\n'));
+    }
+  } finally {
+    await receiver.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// c. Redelivery
+
+export async function redelivery(): Promise<void> {
+  for (const kind of ['sqlite', 'postgres'] as const) {
+    // No worker: the figure is the queuing alone, and nothing is sent.
+    const backend = await startBackend(kind, 1, { DELIVERY_WORKER: 'false' });
+    if (!backend) continue;
+    try {
+      const node = backend.nodes[0]!;
+      const [streamId] = await createStreams(node, 9, 1);
+      const fixtureStart = wallClock();
+      await insertOutbox(backend.database, [streamId!], REDELIVER, 'failed');
+      process.stdout.write(`    ${backend.name}: ${fmt.int(REDELIVER)} failed deliveries (4 attempt rows each) inserted in ${fmt.s(wallClock() - fixtureStart)}\n`);
+      const rows: Array<Array<string | number>> = [];
+      const times: { redeliver: number[]; update: number[] } = { redeliver: [], update: [] };
+      for (let round = 1; round <= ROUNDS; round++) {
+        const started = wallClock();
+        const response = await api(node, 'POST', `/api/v2/event-streams/${streamId}/redeliver`, {});
+        const ms = wallClock() - started;
+        if (response.status !== 202) throw new Error(`redeliver answered ${response.status} ${JSON.stringify(response.body)}`);
+        const queued = (await countBy(backend.database, 'deliveries')).pending ?? 0;
+        const retrying = (await countBy(backend.database, 'delivery_attempts')).retrying ?? 0;
+        if (queued !== REDELIVER || retrying !== round * REDELIVER) throw new Error(`after redeliver: ${queued} pending, ${retrying} retrying attempts`);
+        times.redeliver.push(ms);
+        rows.push([`round ${round}`, 'POST …/redeliver {} → 202', fmt.int(queued), ms1(ms)]);
+        // The baseline, which also sets the rows back to failed for the next round.
+        const updateStart = wallClock();
+        await backend.database.db.updateTable('deliveries').set({ status: 'failed' }).where('stream_id', '=', streamId!).where('status', '=', 'pending').execute();
+        const updateMs = wallClock() - updateStart;
+        times.update.push(updateMs);
+        rows.push([`round ${round}`, 'baseline: one UPDATE of the rows back to failed', fmt.int(REDELIVER), ms1(updateMs)]);
+        process.stdout.write(`    round ${round}: redeliver ${ms1(ms)}, baseline UPDATE ${ms1(updateMs)}\n`);
+      }
+      table(`redelivery — ${backend.name}, ${fmt.int(REDELIVER)} failed deliveries of one stream`, ['round', 'variant', 'deliveries', 'time'], rows);
+      process.stdout.write(`\n  ratio redeliver/UPDATE (mean time): ${fmt.ratio(mean(times.redeliver) / mean(times.update))}; mean redeliver ${ms1(mean(times.redeliver))}\n`);
+    } finally {
+      await backend.close();
+    }
+  }
+}

@@ -1,0 +1,119 @@
+import { loadConfig } from '../config.ts';
+import { openDatabase, type Database } from '../db/database.ts';
+import { parseFlags, UsageError } from './args.ts';
+
+const POLL_MS = 500;
+/**
+ * An attempt's timestamp is taken just before its transaction commits, so one taken earlier may
+ * become visible after a later one. Each look reaches this far back and skips attempts already shown.
+ */
+const LATE_COMMIT_WINDOW_MS = 10_000;
+
+export async function eventsCommand([sub, ...args]: string[]): Promise<void> {
+  switch (sub) {
+    case 'tail': {
+      const flags = parseFlags('events tail', args, ['tenant', 'stream']);
+      return tail({ tenant: flags.string('tenant'), stream: flags.string('stream') });
+    }
+    default:
+      throw new UsageError(`events: expected "tail", got ${sub === undefined ? 'nothing' : `"${sub}"`}`);
+  }
+}
+
+interface AttemptLine {
+  timestamp: string;
+  stream_id: string;
+  event_id: string;
+  seq: number;
+  event_type: string;
+  status: string;
+  duration: number | null;
+  error_message: string | null;
+}
+
+/**
+ * Prints one line per delivery attempt as the workers record them, read from the server's database,
+ * until SIGINT or SIGTERM. It opens the database only: no delivery worker runs in this process.
+ */
+async function tail(filter: { tenant?: string | undefined; stream?: string | undefined }): Promise<void> {
+  const database = openDatabase(loadConfig());
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await checkFilter(database, filter);
+    const scope = [filter.tenant && `tenant ${filter.tenant}`, filter.stream && `stream ${filter.stream}`].filter(Boolean).join(', ');
+    process.stderr.write(`Following delivery attempts${scope ? ` of ${scope}` : ''} (Ctrl-C to stop)\n`);
+    const started = new Date().toISOString();
+    let latest = started;
+    const shown = new Map<string, string>();
+    while (!stop.signal.aborted) {
+      const windowStart = new Date(Date.parse(latest) - LATE_COMMIT_WINDOW_MS).toISOString();
+      const since = windowStart > started ? windowStart : started;
+      for (const attempt of await attemptsSince(database, since, filter)) {
+        const key = `${attempt.stream_id} ${attempt.event_id} ${attempt.seq}`;
+        if (shown.has(key)) continue;
+        shown.set(key, attempt.timestamp);
+        if (attempt.timestamp > latest) latest = attempt.timestamp;
+        process.stdout.write(`${line(attempt)}\n`);
+      }
+      for (const [key, at] of shown) if (at < since) shown.delete(key);
+      await sleep(POLL_MS, stop.signal);
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await database.close();
+  }
+}
+
+async function checkFilter(database: Database, filter: { tenant?: string | undefined; stream?: string | undefined }): Promise<void> {
+  if (filter.tenant !== undefined) {
+    const tenant = await database.db.selectFrom('tenants').select('id').where('id', '=', filter.tenant).executeTakeFirst();
+    if (!tenant) throw new UsageError(`no tenant "${filter.tenant}" (see: tenantry tenants list)`);
+  }
+  if (filter.stream !== undefined) {
+    const stream = await database.db
+      .selectFrom('event_streams')
+      .select('id')
+      .where('id', '=', filter.stream)
+      .$if(filter.tenant !== undefined, (q) => q.where('tenant_id', '=', filter.tenant!))
+      .executeTakeFirst();
+    if (!stream) throw new UsageError(`no event stream "${filter.stream}"${filter.tenant ? ` on tenant ${filter.tenant}` : ''}`);
+  }
+}
+
+function attemptsSince(database: Database, since: string, filter: { tenant?: string | undefined; stream?: string | undefined }): Promise<AttemptLine[]> {
+  return database.db
+    .selectFrom('delivery_attempts as a')
+    .innerJoin('deliveries as d', (join) => join.onRef('d.stream_id', '=', 'a.stream_id').onRef('d.event_id', '=', 'a.event_id'))
+    .innerJoin('event_streams as s', 's.id', 'a.stream_id')
+    .select(['a.timestamp', 'a.stream_id', 'a.event_id', 'a.seq', 'd.event_type', 'a.status', 'a.duration', 'a.error_message'])
+    .where('a.timestamp', '>=', since)
+    // `retrying` rows mark a redelivery being queued, not an attempt.
+    .where('a.status', '!=', 'retrying')
+    .$if(filter.tenant !== undefined, (q) => q.where('s.tenant_id', '=', filter.tenant!))
+    .$if(filter.stream !== undefined, (q) => q.where('a.stream_id', '=', filter.stream!))
+    .orderBy('a.timestamp')
+    .orderBy('a.seq')
+    .execute();
+}
+
+/** time, stream, event, type, status, duration, and the error when there is one; tab-separated. */
+function line(a: AttemptLine): string {
+  const duration = a.duration === null ? '-' : `${Math.round(Number(a.duration))}ms`;
+  return [a.timestamp, a.stream_id, a.event_id, a.event_type, a.status, duration, ...(a.error_message ? [a.error_message] : [])].join('\t');
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

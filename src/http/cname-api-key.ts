@@ -1,0 +1,33 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { ApiError } from './errors.ts';
+
+/**
+ * The `cname-api-key` header: the operator's proxy in front of a self-managed custom domain proves with
+ * it that the request came through that proxy. Only the key's SHA-256 is stored; the key is 512 random
+ * bits, so a plain hash is as strong as a slow one.
+ */
+export const CNAME_API_KEY_HEADER = 'cname-api-key';
+
+export const hashCnameApiKey = (key: string): string => createHash('sha256').update(key).digest('hex');
+
+/**
+ * Refuses a request to a self-managed custom domain unless it carries the domain's key. `hash` is
+ * null while the domain has no key yet (it becomes ready through a background check; the key is
+ * handed out by its first verify call). The hashes are compared in constant time.
+ */
+export function checkCnameApiKey(domain: string, hash: string | null, header: string | string[] | undefined): void {
+  if (header === undefined || header === '') {
+    throw refused(`Missing ${CNAME_API_KEY_HEADER} header: requests to the self-managed custom domain ${domain} must come through its proxy`);
+  }
+  if (hash === null) {
+    throw refused(`The self-managed custom domain ${domain} has no ${CNAME_API_KEY_HEADER} yet: verify the domain to receive it`);
+  }
+  const key = Array.isArray(header) ? undefined : header;
+  const given = key === undefined ? undefined : Buffer.from(hashCnameApiKey(key), 'hex');
+  const expected = Buffer.from(hash, 'hex');
+  if (given === undefined || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw refused(`Invalid ${CNAME_API_KEY_HEADER} header for the self-managed custom domain ${domain}`);
+  }
+}
+
+const refused = (message: string) => new ApiError(403, message, 'invalid_cname_api_key');

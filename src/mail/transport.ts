@@ -1,0 +1,96 @@
+import nodemailer from 'nodemailer';
+import { writeMailboxEntry } from './mailbox.ts';
+
+/** One email as the worker hands it to a transport. */
+export interface OutgoingEmail {
+  id: string;
+  from: string;
+  to: string;
+  subject: string;
+  html: string;
+}
+
+export type MailOutcome =
+  | { kind: 'sent' }
+  /** 5xx: the mail server refused the message for good; retrying would not help. */
+  | { kind: 'rejected'; error: string }
+  /** 4xx, timeouts, network and login errors: worth retrying. */
+  | { kind: 'retryable'; error: string };
+
+export interface MailTransport {
+  /** Where emails go, for the startup line: never with a password. */
+  readonly description: string;
+  send(email: OutgoingEmail): Promise<MailOutcome>;
+  close(): void;
+}
+
+const truncate = (message: string) => (message.length > 300 ? `${message.slice(0, 300)} ...` : message);
+
+/** Message-ID from the outbox id: a resend after a crash carries the same one, so receivers can tell. */
+const messageOf = (email: OutgoingEmail) => ({
+  messageId: `<${email.id}@tenantry>`,
+  from: email.from,
+  to: email.to,
+  subject: email.subject,
+  html: email.html,
+});
+
+/** `smtp://user:***@host:port`: the password never reaches a log or a terminal. */
+export function describeSmtpUrl(smtpUrl: string): string {
+  try {
+    const url = new URL(smtpUrl);
+    if (url.password !== '') url.password = '***';
+    url.search = '';
+    return url.toString();
+  } catch {
+    return 'SMTP (unparsable URL)';
+  }
+}
+
+export function smtpTransport(smtpUrl: string, settings: { timeoutMs: number; concurrency: number }): MailTransport {
+  // Pooled: consecutive emails reuse a connection instead of a TCP and TLS handshake each.
+  const transport = nodemailer.createTransport({
+    url: smtpUrl,
+    pool: true,
+    maxConnections: settings.concurrency,
+    connectionTimeout: settings.timeoutMs,
+    greetingTimeout: settings.timeoutMs,
+    socketTimeout: settings.timeoutMs,
+    logger: false,
+    debug: false,
+  });
+  return {
+    description: `SMTP ${describeSmtpUrl(smtpUrl)}`,
+    async send(email) {
+      try {
+        await transport.sendMail(messageOf(email));
+        return { kind: 'sent' };
+      } catch (cause) {
+        const error = cause as Error & { responseCode?: number; code?: string };
+        const message = truncate(error.message ?? String(cause));
+        // A refused login is the server's configuration, not the message: it may work once that is fixed.
+        const permanent = error.responseCode !== undefined && error.responseCode >= 500 && error.code !== 'EAUTH';
+        return permanent ? { kind: 'rejected', error: message } : { kind: 'retryable', error: message };
+      }
+    },
+    close: () => transport.close(),
+  };
+}
+
+export function mailboxTransport(dir: string): MailTransport {
+  const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  return {
+    description: `the development mailbox ${dir} (tenantry mailbox list)`,
+    async send(email) {
+      try {
+        const info = await composer.sendMail(messageOf(email));
+        const raw = info.message as Buffer;
+        writeMailboxEntry(dir, { id: email.id, date: new Date().toISOString(), from: email.from, to: email.to, subject: email.subject, html: email.html }, raw);
+        return { kind: 'sent' };
+      } catch (cause) {
+        return { kind: 'retryable', error: truncate(String((cause as Error).message ?? cause)) };
+      }
+    },
+    close: () => composer.close(),
+  };
+}

@@ -1,0 +1,136 @@
+import type { Config } from '../config.ts';
+import { claimDueRows, type LeasedTable } from '../db/claim-due.ts';
+import type { Database } from '../db/database.ts';
+import { now } from '../db/database.ts';
+import type { EmailOutboxTable } from '../db/schema.ts';
+import type { SecretBox } from '../secret-box.ts';
+import type { MailOutcome, MailTransport } from './transport.ts';
+
+export type MailSettings = Pick<Config, 'mailRetryScheduleMs' | 'mailPollMs' | 'mailLeaseMs' | 'mailConcurrency'>;
+
+type Claimed = Pick<EmailOutboxTable, 'id' | 'recipient' | 'sender' | 'subject' | 'body' | 'attempt_count'>;
+
+const OUTBOX: LeasedTable<Claimed> = {
+  table: 'email_outbox',
+  key: 'id',
+  returning: ['id', 'recipient', 'sender', 'subject', 'body', 'attempt_count'],
+};
+
+/**
+ * The mail outbox worker: claims due emails under a lease, hands them to the transport (SMTP or the
+ * development mailbox) and records the outcome. Sent → `sent`; refused for good (5xx) → `failed`;
+ * anything else is retried on the schedule, then `failed`. A node that dies mid-send leaves its lease
+ * to expire and the email is sent again by whichever node claims it next.
+ */
+export class MailWorker {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = true;
+  private ticking: Promise<void> | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly database: Database,
+    private readonly secretBox: SecretBox,
+    private readonly transport: MailTransport,
+    private readonly settings: MailSettings,
+    private readonly onError: (error: unknown) => void = (error) => console.error('mail outbox:', error),
+  ) {}
+
+  get description(): string {
+    return this.transport.description;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** Stops claiming, waits for the sends in flight, and closes the transport's connections. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.ticking;
+    await Promise.allSettled([...this.inFlight]);
+    this.transport.close();
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.ticking = this.tick().finally(() => (this.ticking = undefined));
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    let more = false;
+    try {
+      more = await this.claimAndSend();
+    } catch (error) {
+      if (!this.stopped) this.onError(error);
+    }
+    this.schedule(more ? 0 : this.settings.mailPollMs);
+  }
+
+  /** Returns true when the batch was full (more may be due at once). */
+  private async claimAndSend(): Promise<boolean> {
+    const free = this.settings.mailConcurrency - this.inFlight.size;
+    if (free <= 0 || this.stopped) return false;
+    const leaseUntil = new Date(Date.now() + this.settings.mailLeaseMs).toISOString();
+    const claimed = await claimDueRows(this.database, OUTBOX, now(), leaseUntil, free);
+    for (const email of claimed) {
+      const task = this.deliver(email, leaseUntil)
+        .catch((error) => this.onError(error))
+        .finally(() => {
+          this.inFlight.delete(task);
+          // A freed slot may let a waiting email go at once.
+          if (!this.stopped) this.schedule(0);
+        });
+      this.inFlight.add(task);
+    }
+    return claimed.length === free;
+  }
+
+  private async deliver(email: Claimed, leaseUntil: string): Promise<void> {
+    const html = this.open(email.body);
+    const outcome: MailOutcome = html === undefined
+      ? { kind: 'rejected', error: 'The stored email cannot be read (was ENCRYPTION_KEY changed?).' }
+      : await this.transport.send({ id: email.id, from: email.sender, to: email.recipient, subject: email.subject, html });
+    await this.finish(email, leaseUntil, outcome);
+  }
+
+  /** A body sealed under another key can never be sent: it fails rather than being claimed again forever. */
+  private open(body: string | null): string | undefined {
+    if (body === null) return undefined;
+    try {
+      return this.secretBox.open(body);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async finish(email: Claimed, leaseUntil: string, outcome: MailOutcome): Promise<void> {
+    const at = now();
+    const attempt = email.attempt_count + 1;
+    const schedule = this.settings.mailRetryScheduleMs;
+    const retry = outcome.kind === 'retryable' && attempt <= schedule.length;
+    const status = outcome.kind === 'sent' ? 'sent' : retry ? 'pending' : 'failed';
+    // Only the holder of the lease records the outcome; a sent email keeps no copy of its link.
+    await this.database.db
+      .updateTable('email_outbox')
+      .set({
+        status,
+        attempt_count: attempt,
+        next_attempt_at: retry ? new Date(Date.now() + schedule[attempt - 1]!).toISOString() : at,
+        claimed_until: null,
+        last_error: outcome.kind === 'sent' ? null : outcome.error,
+        updated_at: at,
+        ...(outcome.kind === 'sent' ? { sent_at: at, body: null } : {}),
+      })
+      .where('id', '=', email.id)
+      .where('status', '=', 'pending')
+      .where('claimed_until', '=', leaseUntil)
+      .execute();
+  }
+}

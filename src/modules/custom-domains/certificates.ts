@@ -1,0 +1,263 @@
+import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
+import type { Database } from '../../db/database.ts';
+import { now } from '../../db/database.ts';
+import type { CustomDomainCertificatesTable, CustomDomainsTable } from '../../db/schema.ts';
+import type { SecretBox } from '../../secret-box.ts';
+import type { CertificateSource } from '../../tls/certificate-source.ts';
+import { SniContexts, type ServedCertificate, type SniCallback } from '../../tls/sni.ts';
+
+/** An uploaded certificate refused, with the reason in words the operator can act on. */
+export class CertificateRejected extends Error {}
+
+/** `source` of certificates the operator uploaded for self-managed domains. */
+export const UPLOADED = 'upload';
+
+type Certificate = Pick<CustomDomainCertificatesTable, 'source' | 'certificate' | 'private_key' | 'fingerprint' | 'not_before' | 'not_after'>;
+
+/** A ready custom domain and the certificate stored for it, if any. */
+interface ReadyDomain {
+  id: string;
+  domain: string;
+  type: CustomDomainsTable['type'];
+  certificate: Certificate | undefined;
+}
+
+/** A certificate chain and key, checked and normalised for storage. */
+interface CheckedCertificate {
+  certificate: string;
+  privateKey: string;
+  fingerprint: string;
+  notBefore: string;
+  notAfter: string;
+}
+
+const CERTIFICATE_PEM = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+function inspect(chainPem: string, privateKey: string): CheckedCertificate {
+  const leaf = new X509Certificate(chainPem);
+  return {
+    certificate: chainPem,
+    privateKey,
+    fingerprint: leaf.fingerprint256,
+    notBefore: new Date(leaf.validFrom).toISOString(),
+    notAfter: new Date(leaf.validTo).toISOString(),
+  };
+}
+
+/**
+ * Checks an uploaded chain and key for a domain: the first certificate is the domain's own (not a CA),
+ * covers the name, has not expired, matches the key, and each further certificate issued the one
+ * before it.
+ */
+export function checkUploadedCertificate(domain: string, chainPem: string, keyPem: string): CheckedCertificate {
+  const blocks = chainPem.match(CERTIFICATE_PEM) ?? [];
+  if (blocks.length === 0) throw new CertificateRejected('the certificate file holds no PEM certificate (-----BEGIN CERTIFICATE-----)');
+  const chain = blocks.map((block, index) => {
+    try {
+      return new X509Certificate(block);
+    } catch {
+      throw new CertificateRejected(`certificate ${index + 1} of the certificate file is not a valid X.509 certificate`);
+    }
+  });
+  // PKCS#8 and traditional OpenSSL encryption both say so in the PEM text; OpenSSL's error would not.
+  if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(keyPem)) {
+    throw new CertificateRejected('the key file is passphrase-protected; give the key unencrypted (it is stored sealed)');
+  }
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(keyPem);
+  } catch {
+    throw new CertificateRejected('the key file holds no PEM private key');
+  }
+  const leaf = chain[0]!;
+  if (leaf.ca) throw new CertificateRejected('the first certificate is a CA certificate; the chain must start with the certificate for the domain');
+  if (!leaf.checkPrivateKey(key)) throw new CertificateRejected('the private key does not match the certificate');
+  if (leaf.checkHost(domain) === undefined) {
+    throw new CertificateRejected(`the certificate does not cover ${domain} (it names ${leaf.subjectAltName ?? leaf.subject})`);
+  }
+  if (Date.parse(leaf.validTo) <= Date.now()) {
+    throw new CertificateRejected(`the certificate expired on ${new Date(leaf.validTo).toISOString()}`);
+  }
+  for (let i = 1; i < chain.length; i += 1) {
+    if (!chain[i - 1]!.checkIssued(chain[i]!)) {
+      throw new CertificateRejected(`certificate ${i + 1} of the chain did not issue certificate ${i}: order the chain leaf first, then each issuer`);
+    }
+  }
+  return inspect(`${blocks.join('\n')}\n`, key.export({ type: 'pkcs8', format: 'pem' }) as string);
+}
+
+const expired = (certificate: Certificate, at: number) => Date.parse(certificate.not_after) <= at;
+
+/** Renewal starts once two thirds of the lifetime have passed: 30 days before expiry for 90-day certificates. */
+function renewalDue(certificate: Certificate, at: number): boolean {
+  const start = Date.parse(certificate.not_before);
+  const end = Date.parse(certificate.not_after);
+  return at >= end - (end - start) / 3;
+}
+
+/**
+ * The certificates custom domains are served with over HTTPS, chosen by SNI. Ready svc-managed domains
+ * get one from the configured certificate source, issued when the domain becomes ready (or on the
+ * first handshake that finds none) and renewed before it expires; self-managed domains are served
+ * with the certificate the operator uploaded. Certificates live in the database, keys sealed, so every
+ * node serves the same one and a restart issues nothing new.
+ */
+export class CustomDomainCertificateService {
+  private readonly contexts: SniContexts;
+  /** Issuances under way on this node, by custom domain id: one order per domain at a time. */
+  private readonly issuing = new Map<string, Promise<Certificate | undefined>>();
+  private readonly background = new Set<Promise<unknown>>();
+  private readonly onError: (error: unknown) => void;
+
+  constructor(
+    private readonly database: Database,
+    private readonly secretBox: SecretBox,
+    private readonly source: CertificateSource | undefined,
+    options: { refreshMs: number; onError?: (error: unknown) => void },
+  ) {
+    this.onError = options.onError ?? ((error) => console.error('custom domain certificate:', error));
+    this.contexts = new SniContexts((hostname) => this.served(hostname), options.refreshMs, this.onError);
+  }
+
+  /** For the HTTPS server: the certificate of a ready custom domain, or the default one. */
+  get sniCallback(): SniCallback {
+    return this.contexts.callback;
+  }
+
+  /** A domain just became ready: have its certificate before the first visitor asks for it. */
+  provision(hostname: string): void {
+    this.track(this.served(hostname).then(() => this.contexts.forget(hostname)));
+  }
+
+  /**
+   * Stores the operator's certificate for a self-managed domain (replacing any earlier one). It is
+   * served once the domain is ready; other nodes pick it up within CUSTOM_DOMAIN_CERT_REFRESH_MS.
+   */
+  async upload(tenantId: string, hostname: string, chainPem: string, keyPem: string): Promise<{ fingerprint: string; notAfter: string; ready: boolean }> {
+    const domain = hostname.toLowerCase().replace(/\.$/, '');
+    const stored = await this.database.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .selectFrom('custom_domains')
+        .select(['id', 'type', 'status'])
+        .where('tenant_id', '=', tenantId)
+        .where('domain', '=', domain)
+        .$if(this.database.dialect === 'postgres', (q) => q.forUpdate())
+        .executeTakeFirst();
+      if (!row) throw new CertificateRejected(`tenant ${tenantId} has no custom domain ${domain}`);
+      if (row.type !== 'self_managed_certs') {
+        throw new CertificateRejected(`${domain} is an svc_managed_certs domain: its certificate comes from CUSTOM_DOMAIN_CERT_SOURCE, not from an upload`);
+      }
+      const checked = checkUploadedCertificate(domain, chainPem, keyPem);
+      const values = this.row(UPLOADED, checked);
+      await trx
+        .insertInto('custom_domain_certificates')
+        .values({ custom_domain_id: row.id, ...values })
+        .onConflict((oc) => oc.column('custom_domain_id').doUpdateSet(values))
+        .execute();
+      return { fingerprint: checked.fingerprint, notAfter: checked.notAfter, ready: row.status === 'ready' };
+    });
+    this.contexts.forget(domain);
+    return stored;
+  }
+
+  /** Waits for issuances under way, so none writes to a closed database. */
+  async close(): Promise<void> {
+    while (this.background.size > 0) await Promise.allSettled([...this.background]);
+  }
+
+  private row(source: string, checked: CheckedCertificate): Omit<CustomDomainCertificatesTable, 'custom_domain_id'> {
+    return {
+      source,
+      certificate: checked.certificate,
+      private_key: this.secretBox.seal(checked.privateKey),
+      fingerprint: checked.fingerprint,
+      not_before: checked.notBefore,
+      not_after: checked.notAfter,
+      updated_at: now(),
+    };
+  }
+
+  private track(work: Promise<unknown>): void {
+    const tracked = work.catch(this.onError).finally(() => this.background.delete(tracked));
+    this.background.add(tracked);
+  }
+
+  /** The SNI lookup: what a hostname is served with, issuing or renewing as needed. */
+  private async served(hostname: string): Promise<ServedCertificate | undefined> {
+    const found = await this.readyDomain(hostname);
+    if (found === undefined) return undefined;
+    let certificate = found.certificate;
+    if (found.type === 'svc_managed_certs') {
+      if (this.source === undefined) return undefined;
+      const at = Date.now();
+      if (certificate === undefined || expired(certificate, at)) {
+        certificate = await this.issue(found, this.source);
+      } else if (certificate.source !== this.source.name || renewalDue(certificate, at)) {
+        // The current certificate still works: handshakes use it while the new one is issued.
+        const source = this.source;
+        this.track(this.issue(found, source).then(() => this.contexts.forget(found.domain)));
+      }
+    }
+    if (certificate === undefined) return undefined;
+    const sealed = certificate.private_key;
+    return { fingerprint: certificate.fingerprint, certificate: certificate.certificate, privateKey: () => this.secretBox.open(sealed) };
+  }
+
+  private async readyDomain(hostname: string): Promise<ReadyDomain | undefined> {
+    const row = await this.database.db
+      .selectFrom('custom_domains')
+      .leftJoin('custom_domain_certificates', 'custom_domain_certificates.custom_domain_id', 'custom_domains.id')
+      .select([
+        'custom_domains.id as id',
+        'custom_domains.domain as domain',
+        'custom_domains.type as type',
+        'custom_domain_certificates.source as source',
+        'custom_domain_certificates.certificate as certificate',
+        'custom_domain_certificates.private_key as private_key',
+        'custom_domain_certificates.fingerprint as fingerprint',
+        'custom_domain_certificates.not_before as not_before',
+        'custom_domain_certificates.not_after as not_after',
+      ])
+      .where('custom_domains.domain', '=', hostname.toLowerCase())
+      .where('custom_domains.status', '=', 'ready')
+      .executeTakeFirst();
+    if (row === undefined) return undefined;
+    const { id, domain, type, source, certificate, private_key, fingerprint, not_before, not_after } = row;
+    const stored = source !== null && certificate !== null && private_key !== null && fingerprint !== null && not_before !== null && not_after !== null
+      ? { source, certificate, private_key, fingerprint, not_before, not_after }
+      : undefined;
+    return { id, domain, type, certificate: stored };
+  }
+
+  /** One issuance per domain on this node; across nodes the first stored certificate wins and the others adopt it. */
+  private issue(domain: ReadyDomain, source: CertificateSource): Promise<Certificate | undefined> {
+    let pending = this.issuing.get(domain.id);
+    if (pending === undefined) {
+      pending = this.issueNow(domain, source).finally(() => this.issuing.delete(domain.id));
+      this.issuing.set(domain.id, pending);
+    }
+    return pending;
+  }
+
+  private async issueNow(domain: ReadyDomain, source: CertificateSource): Promise<Certificate | undefined> {
+    const issued = await source.issue(domain.domain);
+    const values = this.row(source.name, inspect(issued.certificate, issued.privateKey));
+    const replaced = domain.certificate?.fingerprint;
+    // Compare-and-set on what was read: a node that lost the race stores nothing and serves the winner's.
+    if (replaced === undefined) {
+      await this.database.db
+        .insertInto('custom_domain_certificates')
+        .values({ custom_domain_id: domain.id, ...values })
+        .onConflict((oc) => oc.column('custom_domain_id').doNothing())
+        .execute();
+    } else {
+      await this.database.db
+        .updateTable('custom_domain_certificates')
+        .set(values)
+        .where('custom_domain_id', '=', domain.id)
+        .where('fingerprint', '=', replaced)
+        .execute();
+    }
+    return (await this.readyDomain(domain.domain))?.certificate;
+  }
+}

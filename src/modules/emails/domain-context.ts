@@ -1,0 +1,57 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { ApiError, conflict } from '../../http/errors.ts';
+import type { CustomDomain, CustomDomainService } from '../custom-domains/service.ts';
+import { HOSTNAME_PATTERN } from '../custom-domains/schema.ts';
+import type { Tenant } from '../tenants/service.ts';
+
+/** The domain whose context applies to an email: links are built on it, templates see it as `custom_domain`. */
+export interface DomainContext {
+  domain: string;
+  domain_metadata: Record<string, string>;
+}
+
+// A canonical domain may carry a port (`localhost:8080`); custom domains never do.
+const DomainHeader = (description: string) =>
+  Type.String({ minLength: 3, maxLength: 255, pattern: HOSTNAME_PATTERN.replace(/\$$/, '(:[0-9]{1,5})?$'), description });
+
+/** Headers of the operations that send emails or build links; `auth0-custom-domain` is the original's name. */
+export const CustomDomainHeaders = Type.Object({
+  'svc-custom-domain': Type.Optional(DomainHeader('Custom domain whose context applies to the emails and links of this request; default: the default domain')),
+  'auth0-custom-domain': Type.Optional(DomainHeader('The original\'s name of svc-custom-domain')),
+});
+export type CustomDomainHeaders = Static<typeof CustomDomainHeaders>;
+
+const unknownDomain = () => new ApiError(400, 'The custom domain does not exist for the tenant.', 'inexistent_custom_domain');
+const ambiguous = () => conflict('The tenant has multiple verified custom domains.', 'custom_domain_conflict');
+
+const contextOf = (record: CustomDomain): DomainContext => ({ domain: record.domain, domain_metadata: record.domain_metadata ?? {} });
+
+/**
+ * The request's domain context (spec 4.6 rule 4):
+ * - with the header: the ready custom domain it names, or the canonical domain; anything else is a 400;
+ * - without it: the default domain — a ready custom domain, or the canonical domain when that is the
+ *   default. A default that is no longer ready cannot be used: then the only ready custom domain
+ *   serves, several are a 409 (the caller must choose with the header), none leaves the canonical.
+ */
+export async function resolveDomainContext(customDomains: CustomDomainService, tenant: Tenant, headers: CustomDomainHeaders): Promise<DomainContext> {
+  const ours = headers['svc-custom-domain']?.toLowerCase();
+  const original = headers['auth0-custom-domain']?.toLowerCase();
+  if (ours !== undefined && original !== undefined && ours !== original) {
+    throw new ApiError(400, 'The svc-custom-domain and auth0-custom-domain headers name different domains.', 'invalid_headers');
+  }
+  const requested = ours ?? original;
+  const canonical: DomainContext = { domain: tenant.domain, domain_metadata: {} };
+  if (requested === tenant.domain) return canonical;
+  const records = (await customDomains.list(tenant.id, {})) as CustomDomain[];
+  const ready = records.filter((record) => record.status === 'ready');
+  if (requested !== undefined) {
+    const chosen = ready.find((record) => record.domain === requested);
+    if (!chosen) throw unknownDomain();
+    return contextOf(chosen);
+  }
+  const chosenDefault = records.find((record) => record.is_default === true);
+  if (!chosenDefault) return canonical;
+  if (chosenDefault.status === 'ready') return contextOf(chosenDefault);
+  if (ready.length > 1) throw ambiguous();
+  return ready[0] ? contextOf(ready[0]) : canonical;
+}

@@ -1,0 +1,103 @@
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import net from 'node:net';
+import type { Readable } from 'node:stream';
+import type { TestDatabase } from './databases.ts';
+
+export const PROCESS_CLIENT_ID = 'process-admin';
+export const PROCESS_CLIENT_SECRET = 'process-admin-secret-0123456789-abcdefghijkl';
+/** Every node of one deployment shares the key that seals stream secrets. */
+export const PROCESS_ENCRYPTION_KEY = '5f'.repeat(32);
+
+/** `bin/tenantry.mjs serve` as a real child process: what an operator runs, and what SIGKILL can hit. */
+export interface ServerProcess {
+  pid: number;
+  /** `http://127.0.0.1:<port>` */
+  base: string;
+  /** Resolves with the exit code (null after a signal). */
+  exited: Promise<number | null>;
+  /** SIGKILL, then waits for the process to be gone. */
+  kill(): Promise<void>;
+  /** SIGTERM (graceful), then waits for the exit. */
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+/**
+ * Starts a server on `database` (its DATA_DIR, and its PostgreSQL database when it has one) and
+ * waits until it listens. The tenant's domain is fixed (`TENANT_DOMAIN`, default `process.test`) so
+ * a restart on another port is the same tenant, and tokens stay valid across restarts.
+ */
+export async function startServerProcess(database: TestDatabase, env: Record<string, string> = {}): Promise<ServerProcess> {
+  const port = await freePort();
+  const child: ChildProcessByStdio<null, Readable, null> = spawn(process.execPath, ['bin/tenantry.mjs', 'serve'], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATA_DIR: database.dataDir,
+      DATABASE_URL: database.databaseUrl ?? '',
+      TENANT_DOMAIN: 'process.test',
+      BOOTSTRAP_CLIENT_ID: PROCESS_CLIENT_ID,
+      BOOTSTRAP_CLIENT_SECRET: PROCESS_CLIENT_SECRET,
+      ENCRYPTION_KEY: PROCESS_ENCRYPTION_KEY,
+      LOG_LEVEL: 'silent',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Tenantry serves')) resolve();
+    });
+    void exited.then((code) => reject(new Error(`server exited (${code}) before it was ready`)));
+  });
+  child.stdout.resume();
+  return {
+    pid: child.pid!,
+    base: `http://127.0.0.1:${port}`,
+    exited,
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** An all-scopes token of the bootstrap admin client, fetched from the running server. */
+export async function processToken(server: ServerProcess, domain = 'process.test'): Promise<string> {
+  const response = await fetch(`${server.base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      grant_type: 'client_credentials', client_id: PROCESS_CLIENT_ID, client_secret: PROCESS_CLIENT_SECRET, audience: `https://${domain}/api/v2/`,
+    }),
+  });
+  if (response.status !== 200) throw new Error(`token request failed: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
+/** A JSON request to the server's Management API. */
+export async function api(
+  server: ServerProcess, token: string, method: string, path: string, body?: unknown,
+): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${server.base}/api/v2${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
+}
