@@ -160,15 +160,9 @@ export class UserService {
    */
   async update(tenantId: string, userId: string, changes: Profile): Promise<User> {
     return this.database.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .selectFrom('users')
-        .select(['document', 'updated_at'])
-        .where('tenant_id', '=', tenantId)
-        .where('user_id', '=', userId)
-        .$if(this.database.dialect === 'postgres', (q) => q.forUpdate())
-        .executeTakeFirst();
-      if (!row) throw notFound.user();
-      const user = JSON.parse(row.document) as User;
+      const locked = await this.lockUser(trx, tenantId, userId);
+      if (!locked) throw notFound.user();
+      const { user, updatedAt } = locked;
       const own = user.identities.some((i) => OWN_PROVIDER_ALIASES.has(i.provider));
       for (const [key, value] of Object.entries(changes)) {
         if (value === undefined) continue;
@@ -185,14 +179,7 @@ export class UserService {
           user[key] = value;
         }
       }
-      user.updated_at = nowAfter(row.updated_at);
-      await trx
-        .updateTable('users')
-        .set({ document: JSON.stringify(user), email: user.email ?? null, updated_at: user.updated_at })
-        .where('tenant_id', '=', tenantId)
-        .where('user_id', '=', userId)
-        .execute();
-      for (const listener of this.changeListeners) await listener(trx, { tenantId, type: 'user.updated', user });
+      await this.saveUpdated(trx, tenantId, userId, user, updatedAt);
       return user;
     });
   }
@@ -202,6 +189,18 @@ export class UserService {
    * to an address the user has since changed verifies nothing). A change is a user.updated event.
    */
   async verifyEmail(trx: Tx, tenantId: string, userId: string, email: string): Promise<boolean> {
+    const locked = await this.lockUser(trx, tenantId, userId);
+    if (!locked) return false;
+    const { user, updatedAt } = locked;
+    if (user.email !== email) return false;
+    if (user.email_verified === true) return true;
+    user.email_verified = true;
+    await this.saveUpdated(trx, tenantId, userId, user, updatedAt);
+    return true;
+  }
+
+  /** The stored user, locked against concurrent changes until the transaction ends (PostgreSQL; SQLite writes are serialised). */
+  private async lockUser(trx: Tx, tenantId: string, userId: string): Promise<{ user: User; updatedAt: string } | undefined> {
     const row = await trx
       .selectFrom('users')
       .select(['document', 'updated_at'])
@@ -209,20 +208,19 @@ export class UserService {
       .where('user_id', '=', userId)
       .$if(this.database.dialect === 'postgres', (q) => q.forUpdate())
       .executeTakeFirst();
-    if (!row) return false;
-    const user = JSON.parse(row.document) as User;
-    if (user.email !== email) return false;
-    if (user.email_verified === true) return true;
-    user.email_verified = true;
-    user.updated_at = nowAfter(row.updated_at);
+    return row && { user: JSON.parse(row.document) as User, updatedAt: row.updated_at };
+  }
+
+  /** Stores a changed user with an `updated_at` that moves forward, and emits user.updated in the same transaction. */
+  private async saveUpdated(trx: Tx, tenantId: string, userId: string, user: User, previousUpdatedAt: string): Promise<void> {
+    user.updated_at = nowAfter(previousUpdatedAt);
     await trx
       .updateTable('users')
-      .set({ document: JSON.stringify(user), updated_at: user.updated_at })
+      .set({ document: JSON.stringify(user), email: user.email ?? null, updated_at: user.updated_at })
       .where('tenant_id', '=', tenantId)
       .where('user_id', '=', userId)
       .execute();
     for (const listener of this.changeListeners) await listener(trx, { tenantId, type: 'user.updated', user });
-    return true;
   }
 
   /**
