@@ -399,7 +399,7 @@ interface LatencyFigures {
 async function latencyOn(backend: Backend, receiver: Receiver, label: string): Promise<LatencyFigures> {
   await createStreams(backend.nodes[0]!, receiver.port, 1);
   const createUser = (node: Node, email: string) =>
-    api(node, 'POST', '/api/v2/users', { connection: 'Username-Password-Authentication', email, password: 'correct horse battery staple' });
+    api(node, 'POST', '/api/v2/users', { connection: 'Username-Password-Authentication', email, password: 'correct horse battery staple', verify_email: false });
   // Warm-up: the first users pay for JIT and connection set-up on every side.
   for (let i = 0; i < 5; i++) await createUser(backend.nodes[i % backend.nodes.length]!, `warm-${label}-${i}@bench.example`);
   await waitForCount(receiver, 5, wallClock() + 30_000);

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { isIP } from 'node:net';
-import { Agent, fetch } from 'undici';
+import { Agent, request } from 'undici';
 import type { Envelope } from '../modules/event-streams/envelope.ts';
 import { EndpointRefused, EndpointUnresolved, type EndpointGuard } from './endpoint-guard.ts';
 
@@ -80,28 +80,31 @@ export class WebhookSender {
       const host = new URL(target.endpoint).hostname.replace(/^\[(.*)\]$/, '$1');
       if (this.guard && isIP(host)) await this.guard.vet(host);
       const dispatcher = this.dispatcher();
-      const response = await fetch(target.endpoint, {
+      // undici's own `request` rather than `fetch`: the WHATWG layer of `fetch` costs more CPU per
+      // delivery than the rest of the worker together. It follows no redirects, as the original.
+      const response = await request(target.endpoint, {
         method: 'POST',
         headers,
         body,
-        redirect: 'manual',
         signal: AbortSignal.timeout(this.timeoutMs),
         ...(dispatcher ? { dispatcher } : {}),
       });
       // The body is not needed; draining it frees the connection for reuse.
-      await response.body?.cancel().catch(() => undefined);
+      await response.body.dump().catch(() => undefined);
       const durationMs = performance.now() - started;
-      if (response.status >= 200 && response.status < 300) return { kind: 'delivered', durationMs };
-      const error = truncate(`Unexpected status code ${response.status} from POST ${target.endpoint}`);
-      if (response.status >= 400 && response.status < 500) return { kind: 'rejected', durationMs, error };
+      const status = response.statusCode;
+      if (status >= 200 && status < 300) return { kind: 'delivered', durationMs };
+      const error = truncate(`Unexpected status code ${status} from POST ${target.endpoint}`);
+      if (status >= 400 && status < 500) return { kind: 'rejected', durationMs, error };
       return { kind: 'retryable', durationMs, error };
     } catch (caught) {
       const durationMs = performance.now() - started;
-      const cause = caught instanceof EndpointRefused || caught instanceof EndpointUnresolved ? caught : (caught as Error)?.cause;
+      // Errors of the connection's lookup come as they are, or (from some paths) as the cause of another.
+      const cause = caught instanceof EndpointRefused || caught instanceof EndpointUnresolved ? caught : (caught as Error)?.cause ?? caught;
       // Spelled out in full: the operator needs the whole reason, which the 50-character cut would lose.
       if (cause instanceof EndpointRefused) return { kind: 'rejected', durationMs, error: `Refused: ${cause.message}` };
       if (cause instanceof EndpointUnresolved) return { kind: 'retryable', durationMs, error: cause.message };
-      const reason = caught instanceof Error && caught.name === 'TimeoutError' ? 'timeout' : String(cause ?? caught);
+      const reason = caught instanceof Error && caught.name === 'TimeoutError' ? 'timeout' : String(cause);
       return { kind: 'retryable', durationMs, error: truncate(`Post "${target.endpoint}": ${reason}`) };
     }
   }
