@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
+import { serveAsChild } from './child-server.ts';
 import type { RecordedResponse } from './lib.ts';
 
 const recorded = JSON.parse(fs.readFileSync(process.argv[2]!, 'utf8')) as RecordedResponse;
@@ -15,12 +16,4 @@ const server = http.createServer((request, response) => {
     response.end(body);
   });
 });
-server.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : NaN;
-  process.stdout.write(`READY ${JSON.stringify({ port })}\n`);
-});
-process.on('SIGTERM', () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-});
+serveAsChild(server);

@@ -7,6 +7,7 @@
  * delivery. Prints `READY {"port"}`; stops on SIGTERM.
  */
 import http from 'node:http';
+import { serveAsChild } from './child-server.ts';
 
 interface Received {
   id: string;
@@ -73,12 +74,4 @@ function control(request: http.IncomingMessage, response: http.ServerResponse): 
 
 server.on('connection', () => connections++);
 server.keepAliveTimeout = 60_000;
-server.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : NaN;
-  process.stdout.write(`READY ${JSON.stringify({ port })}\n`);
-});
-process.on('SIGTERM', () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-});
+serveAsChild(server);

@@ -1,21 +1,14 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../src/config.ts';
 import { ALL_SCOPES } from '../src/modules/oauth/scopes.ts';
 import { createServices, type Services } from '../src/services.ts';
+import { runCli } from './helpers/cli.ts';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './helpers/databases.ts';
 
-const root = path.resolve(import.meta.dirname, '..');
 const readAll = { fields: [], includeFields: true, withIdpTokens: false };
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 for (const kind of databaseKinds()) {
   describe(`tenantry command line (${kind})`, () => {
@@ -23,16 +16,7 @@ for (const kind of databaseKinds()) {
     let env: Record<string, string>;
     let services: Services;
 
-    const cli = (...args: string[]) =>
-      new Promise<Run>((resolve, reject) => {
-        const child = spawn(process.execPath, [path.join(root, 'bin/tenantry.mjs'), ...args], { cwd: root, env });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-      });
+    const cli = (...args: string[]) => runCli(env, args);
     const ok = async (...args: string[]) => {
       const run = await cli(...args);
       assert.equal(run.code, 0, `tenantry ${args.join(' ')} failed: ${run.stderr}`);

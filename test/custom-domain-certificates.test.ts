@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
@@ -15,12 +14,12 @@ import { ConfigError, loadConfig } from '../src/config.ts';
 import { checkUploadedCertificate } from '../src/modules/custom-domains/certificates.ts';
 import { createServices } from '../src/services.ts';
 import { createCertificateAuthority, issueServerCertificate, writeDevelopmentCertificates, type PemPair } from '../src/tls/dev-ca.ts';
+import { runCli } from './helpers/cli.ts';
 import { databaseKinds } from './helpers/databases.ts';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.ts';
 import { startHttpsTestServer, type HttpsTestServer } from './helpers/https.ts';
 import { ADMIN_ID, ADMIN_SECRET } from './helpers/server.ts';
 
-const root = path.resolve(import.meta.dirname, '..');
 const EDGE = 'edge.tls.test';
 const DEADLINE_MS = 60_000;
 
@@ -299,16 +298,7 @@ for (const kind of databaseKinds()) {
     describe('uploaded certificates of self-managed domains', () => {
       let operatorCa: PemPair;
       let cliEnv: Record<string, string>;
-      const cli = (...args: string[]) =>
-        new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-          const child = spawn(process.execPath, [path.join(root, 'bin/tenantry.mjs'), ...args], { cwd: root, env: cliEnv });
-          let stdout = '';
-          let stderr = '';
-          child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-          child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-          child.on('error', reject);
-          child.on('close', (code) => resolve({ code, stdout, stderr }));
-        });
+      const cli = (...args: string[]) => runCli(cliEnv, args);
       const files = (name: string, chain: string, key: string) => {
         const cert = path.join(workDir, `${name}.pem`);
         const keyFile = path.join(workDir, `${name}-key.pem`);

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeJwt } from 'jose';
-import { claimDueChecks } from '../src/modules/custom-domains/rechecks.ts';
+import { claimDueRows } from '../src/db/claim-due.ts';
+import { DUE_CHECKS } from '../src/modules/custom-domains/rechecks.ts';
 import { createServices, type Services } from '../src/services.ts';
 import { ADMIN_ID, ADMIN_SECRET, startTestServer, type TestServer } from './helpers/server.ts';
 import { databaseKinds } from './helpers/databases.ts';
@@ -189,7 +190,7 @@ for (const kind of databaseKinds()) {
         const drain = async (services: Services) => {
           const mine: string[] = [];
           for (;;) {
-            const batch = await claimDueChecks(services.database, at, lease, 3);
+            const batch = await claimDueRows(services.database, DUE_CHECKS, at, lease, 3);
             if (batch.length === 0) return mine;
             // Domains of the other tests are pending too; only this test's are counted.
             mine.push(...batch.map((c) => c.id).filter((id) => ids.includes(id)));
@@ -197,8 +198,8 @@ for (const kind of databaseKinds()) {
         };
         const [a, b] = await Promise.all([drain(server.services), drain(second)]);
         assert.deepEqual([...a, ...b].sort(), ids, 'every due domain claimed exactly once');
-        assert.deepEqual(await claimDueChecks(second.database, at, lease, 50), [], 'nothing is claimed twice while the lease runs');
-        const afterLease = await claimDueChecks(second.database, '2100-01-04T00:00:00.000Z', '2100-01-05T00:00:00.000Z', 50);
+        assert.deepEqual(await claimDueRows(second.database, DUE_CHECKS, at, lease, 50), [], 'nothing is claimed twice while the lease runs');
+        const afterLease = await claimDueRows(second.database, DUE_CHECKS, '2100-01-04T00:00:00.000Z', '2100-01-05T00:00:00.000Z', 50);
         assert.deepEqual(afterLease.map((c) => c.id).filter((id) => ids.includes(id)).sort(), ids, 'a lease that ran out is claimed again');
         await server.services.database.db.deleteFrom('custom_domains').where('id', 'in', ids).execute();
         await server.services.database.db.updateTable('custom_domains').set({ check_claimed_until: null }).where('check_claimed_until', '>=', at).execute();

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -9,6 +8,7 @@ import { listMailbox, mailboxDir, readMailboxEntry } from '../src/mail/mailbox.t
 import { loadConfig, ConfigError } from '../src/config.ts';
 import { smtpTransport } from '../src/mail/transport.ts';
 import { MailWorker } from '../src/mail/worker.ts';
+import { runCli } from './helpers/cli.ts';
 import { databaseKinds } from './helpers/databases.ts';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
@@ -20,7 +20,6 @@ const BRAND_B = 'login.brand-b.test';
 const PENDING = 'login.brand-pending.test';
 const SMTP_PASSWORD = 'smtp-password-never-logged-7f3a';
 const PASSWORD = 'correct horse battery';
-const root = path.resolve(import.meta.dirname, '..');
 
 /** The verification link in an email's HTML. */
 function linkOf(mail: ParsedMail): URL {
@@ -479,18 +478,7 @@ for (const kind of databaseKinds()) {
     after(() => server.close());
 
     const cli = (...args: string[]) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-        const child = spawn(process.execPath, [path.join(root, 'bin/tenantry.mjs'), 'mailbox', ...args], {
-          cwd: root,
-          env: { PATH: process.env.PATH ?? '', DATA_DIR: server.database.dataDir, LOG_LEVEL: 'silent' },
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-      });
+      runCli({ PATH: process.env.PATH ?? '', DATA_DIR: server.database.dataDir, LOG_LEVEL: 'silent' }, ['mailbox', ...args]);
 
     it('writes emails to DATA_DIR/mailbox when SMTP_URL is unset, and tenantry mailbox lists and shows them', async () => {
       assert.match(server.services.mailWorker!.description, /^the development mailbox .*mailbox \(tenantry mailbox list\)$/);

@@ -1,5 +1,5 @@
 import { provisionTenant } from '../bootstrap.ts';
-import { isUniqueViolation } from '../db/database.ts';
+import { uniqueOr } from '../db/database.ts';
 import { TENANT_ID_PATTERN } from '../modules/tenants/service.ts';
 import { parseFlags, print, UsageError, withServices } from './args.ts';
 
@@ -13,14 +13,9 @@ export async function tenantsCommand([sub, ...args]: string[]): Promise<void> {
       return withServices(async (services) => {
         if (await services.tenants.get(id)) throw new UsageError(`tenant "${id}" already exists`);
         if (await services.tenants.byDomain(domain)) throw new UsageError(`domain "${domain}" already belongs to a tenant`);
-        try {
-          const tenant = await provisionTenant(services, id, domain);
-          print(`Created tenant ${tenant.id} on https://${tenant.domain}/api/v2/`);
-        } catch (error) {
-          // Another process may have taken the id or domain between the checks and the insert.
-          if (isUniqueViolation(error)) throw new UsageError(`tenant "${id}" or domain "${domain}" already exists`);
-          throw error;
-        }
+        // Another process may have taken the id or domain between the checks and the insert.
+        const tenant = await uniqueOr(provisionTenant(services, id, domain), () => new UsageError(`tenant "${id}" or domain "${domain}" already exists`));
+        print(`Created tenant ${tenant.id} on https://${tenant.domain}/api/v2/`);
       });
     }
     case 'list': {

@@ -69,6 +69,19 @@ export function isUniqueViolation(error: unknown): boolean {
   return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
+/**
+ * What `work` yields, or, when it fails on a unique constraint, the error `conflict` makes: how a
+ * write says that what it would add (a name, an id) is already taken.
+ */
+export async function uniqueOr<T>(work: Promise<T>, conflict: () => Error): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict();
+    throw error;
+  }
+}
+
 export const now = (): string => new Date().toISOString();
 
 /**

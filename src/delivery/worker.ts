@@ -1,3 +1,4 @@
+import { PollingLoop } from '../background/polling-loop.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { now } from '../db/database.ts';
@@ -30,20 +31,15 @@ const TARGET_CACHE_LIMIT = 1000;
  * every attempt. At most `deliveryConcurrency` sends are in flight, and at most
  * `deliveryPerStreamConcurrency` per stream, so one slow endpoint cannot hold up the others.
  *
- * The work is done by one pump at a time: it records the attempts finished since its last round (all
- * in one transaction) and fills the free slots with one claim. It runs when a send finishes, when a
- * commit queued deliveries (see DeliveryWakeup), when a retry it scheduled falls due, and otherwise
- * every DELIVERY_POLL_MS. A crash between a send and its record leaves the delivery leased; it goes
- * again once the lease runs out (at-least-once).
+ * The work is done in rounds, one at a time (see PollingLoop): a round records the attempts finished
+ * since the last one (all in one transaction) and fills the free slots with one claim. It runs when a
+ * send finishes, when a commit queued deliveries (see DeliveryWakeup), when a retry it scheduled falls
+ * due, and otherwise every DELIVERY_POLL_MS. A crash between a send and its record leaves the delivery
+ * leased; it goes again once the lease runs out (at-least-once).
  */
 export class DeliveryWorker {
-  private stopped = true;
-  private timer: NodeJS.Timeout | undefined;
-  private soon: NodeJS.Immediate | undefined;
-  private pumping: Promise<void> | undefined;
-  /** Set by a wake during a pump: the pump takes one more round. */
-  private again = false;
-  private readonly sends = new Set<Promise<void>>();
+  /** Its tracked tasks are the sends in flight. */
+  private readonly loop: PollingLoop;
   private readonly perStream = new Map<string, number>();
   /** Attempts finished and not yet recorded. */
   private finished: Outcome[] = [];
@@ -61,73 +57,49 @@ export class DeliveryWorker {
     private readonly onError: (error: unknown) => void = (error) => console.error('event delivery:', error),
   ) {
     this.sender = new WebhookSender(endpointGuardFor(settings), settings.deliveryTimeoutMs);
+    this.loop = new PollingLoop({ round: () => this.round(), afterFailureMs: () => this.untilNextRound(), onError });
   }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.unlisten = this.wakeup?.listen(() => this.wake(), (error) => this.onError(error));
-    this.wake();
+    if (!this.loop.stopped) return;
+    this.unlisten = this.wakeup?.listen(() => this.loop.wake(), (error) => this.onError(error));
+    this.loop.start(0);
   }
 
   /** Stops claiming, waits for the sends in flight (each bounded by the timeout) and records their attempts. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    clearImmediate(this.soon);
-    this.soon = undefined;
+    const stopping = this.loop.stop();
     await this.unlisten?.();
     this.unlisten = undefined;
-    await this.pumping;
-    await Promise.allSettled([...this.sends]);
+    await stopping;
     await this.flush().catch((error) => this.onError(error));
     await this.sender.close();
   }
 
   /**
    * Looks for work at once. Wakes that come together (sends finishing in the same turn of the event
-   * loop, or during a pump) make one round, so attempts are recorded and slots filled in batches.
+   * loop, or during a round) make one round, so attempts are recorded and slots filled in batches.
    */
   wake(): void {
-    if (this.stopped) return;
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    this.soon ??= setImmediate(() => {
-      this.soon = undefined;
-      if (this.stopped || this.pumping) return;
-      clearTimeout(this.timer);
-      this.pumping = this.pump().finally(() => {
-        this.pumping = undefined;
-        if (this.again) this.wake();
-      });
-    });
+    this.loop.wake();
   }
 
-  private async pump(): Promise<void> {
-    do {
-      this.again = false;
-      const startedAt = Date.now();
-      try {
-        // Recorded first: a finished delivery's row leaves the claimable set, or becomes due at its retry.
-        await this.flush();
-        await this.claimAndSend();
-      } catch (error) {
-        if (!this.stopped) this.onError(error);
-      }
+  private async round(): Promise<number> {
+    const startedAt = Date.now();
+    try {
+      // Recorded first: a finished delivery's row leaves the claimable set, or becomes due at its retry.
+      await this.flush();
+      await this.claimAndSend();
+    } finally {
       // A retry due when this round began had its claim; if its stream had no room, a send finishing wakes the worker again.
       if (this.nextRetryAt < startedAt) this.nextRetryAt = Infinity;
-    } while (this.again && !this.stopped);
-    this.schedulePoll();
+    }
+    return this.untilNextRound();
   }
 
-  private schedulePoll(): void {
-    if (this.stopped) return;
-    const untilRetry = Math.max(0, this.nextRetryAt - Date.now());
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.wake(), Math.min(this.settings.deliveryPollMs, untilRetry));
-    this.timer.unref();
+  /** The poll, or less when a retry this worker scheduled falls due sooner. */
+  private untilNextRound(): number {
+    return Math.min(this.settings.deliveryPollMs, Math.max(0, this.nextRetryAt - Date.now()));
   }
 
   private async flush(): Promise<void> {
@@ -147,8 +119,8 @@ export class DeliveryWorker {
   }
 
   private async claimAndSend(): Promise<void> {
-    const free = this.settings.deliveryConcurrency - this.sends.size;
-    if (free <= 0 || this.stopped) return;
+    const free = this.settings.deliveryConcurrency - this.loop.inFlight;
+    if (free <= 0 || this.loop.stopped) return;
     const at = now();
     const cap = this.settings.deliveryPerStreamConcurrency;
     const leaseUntil = new Date(Date.now() + this.settings.deliveryLeaseMs).toISOString();
@@ -156,21 +128,17 @@ export class DeliveryWorker {
     const release: Claimed[] = [];
     for (const claim of claimed) {
       const running = this.perStream.get(claim.stream_id) ?? 0;
-      if (running >= cap || this.stopped) {
+      if (running >= cap || this.loop.stopped) {
         release.push(claim);
         continue;
       }
       this.perStream.set(claim.stream_id, running + 1);
-      const task = this.deliver(claim)
-        .catch((error) => this.onError(error))
-        .finally(() => {
-          this.sends.delete(task);
-          const left = (this.perStream.get(claim.stream_id) ?? 1) - 1;
-          if (left <= 0) this.perStream.delete(claim.stream_id);
-          else this.perStream.set(claim.stream_id, left);
-          this.wake();
-        });
-      this.sends.add(task);
+      this.loop.track(this.deliver(claim), () => {
+        const left = (this.perStream.get(claim.stream_id) ?? 1) - 1;
+        if (left <= 0) this.perStream.delete(claim.stream_id);
+        else this.perStream.set(claim.stream_id, left);
+        this.loop.wake();
+      });
     }
     if (release.length > 0) await releaseClaims(this.database, release);
   }

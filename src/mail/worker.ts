@@ -1,3 +1,4 @@
+import { PollingLoop } from '../background/polling-loop.ts';
 import type { Config } from '../config.ts';
 import { claimDueRows, type LeasedTable } from '../db/claim-due.ts';
 import type { Database } from '../db/database.ts';
@@ -23,72 +24,46 @@ const OUTBOX: LeasedTable<Claimed> = {
  * to expire and the email is sent again by whichever node claims it next.
  */
 export class MailWorker {
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = true;
-  private ticking: Promise<void> | undefined;
-  private readonly inFlight = new Set<Promise<void>>();
+  /** Its tracked tasks are the sends in flight. */
+  private readonly loop: PollingLoop;
 
   constructor(
     private readonly database: Database,
     private readonly secretBox: SecretBox,
     private readonly transport: MailTransport,
     private readonly settings: MailSettings,
-    private readonly onError: (error: unknown) => void = (error) => console.error('mail outbox:', error),
-  ) {}
+    onError: (error: unknown) => void = (error) => console.error('mail outbox:', error),
+  ) {
+    this.loop = new PollingLoop({
+      // A full batch: more may be due, so the next round follows at once.
+      round: async () => ((await this.claimAndSend()) ? 0 : settings.mailPollMs),
+      afterFailureMs: () => settings.mailPollMs,
+      onError,
+    });
+  }
 
   get description(): string {
     return this.transport.description;
   }
 
   start(): void {
-    this.stopped = false;
-    this.schedule(0);
+    this.loop.start(0);
   }
 
   /** Stops claiming, waits for the sends in flight, and closes the transport's connections. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.ticking;
-    await Promise.allSettled([...this.inFlight]);
+    await this.loop.stop();
     this.transport.close();
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.ticking = this.tick().finally(() => (this.ticking = undefined));
-    }, delayMs);
-    this.timer.unref();
-  }
-
-  private async tick(): Promise<void> {
-    let more = false;
-    try {
-      more = await this.claimAndSend();
-    } catch (error) {
-      if (!this.stopped) this.onError(error);
-    }
-    this.schedule(more ? 0 : this.settings.mailPollMs);
   }
 
   /** Returns true when the batch was full (more may be due at once). */
   private async claimAndSend(): Promise<boolean> {
-    const free = this.settings.mailConcurrency - this.inFlight.size;
-    if (free <= 0 || this.stopped) return false;
+    const free = this.settings.mailConcurrency - this.loop.inFlight;
+    if (free <= 0 || this.loop.stopped) return false;
     const leaseUntil = new Date(Date.now() + this.settings.mailLeaseMs).toISOString();
     const claimed = await claimDueRows(this.database, OUTBOX, now(), leaseUntil, free);
-    for (const email of claimed) {
-      const task = this.deliver(email, leaseUntil)
-        .catch((error) => this.onError(error))
-        .finally(() => {
-          this.inFlight.delete(task);
-          // A freed slot may let a waiting email go at once.
-          if (!this.stopped) this.schedule(0);
-        });
-      this.inFlight.add(task);
-    }
+    // A freed slot may let a waiting email go at once.
+    for (const email of claimed) this.loop.track(this.deliver(email, leaseUntil), () => this.loop.wake());
     return claimed.length === free;
   }
 

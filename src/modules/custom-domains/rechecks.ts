@@ -1,4 +1,5 @@
-import { sql } from 'kysely';
+import { PollingLoop } from '../../background/polling-loop.ts';
+import { claimDueRows, type LeasedTable } from '../../db/claim-due.ts';
 import type { Database } from '../../db/database.ts';
 import type { CustomDomainsTable } from '../../db/schema.ts';
 import type { CustomDomainService } from './service.ts';
@@ -14,28 +15,17 @@ const CONCURRENCY = 16;
 const MAX_POLL_MS = 5_000;
 
 /**
- * Claims up to `limit` pending domains whose check is due, with a lease until `leaseUntil`, in one
- * statement, so that two nodes never check one domain at the same time. A node that dies mid-check
- * leaves its lease to run out; the domain is then claimed again.
- * PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one UPDATE … RETURNING (its writes are serialised).
+ * Pending domains whose check is due, claimed under a lease so that two nodes never check one domain
+ * at the same time; a node that dies mid-check leaves its lease to run out and the domain is claimed again.
  */
-export async function claimDueChecks(database: Database, at: string, leaseUntil: string, limit: number): Promise<ClaimedCheck[]> {
-  if (limit <= 0) return [];
-  const due = sql`status = 'pending_verification' AND next_check_at <= ${at} AND (check_claimed_until IS NULL OR check_claimed_until <= ${at})`;
-  if (database.dialect === 'postgres') {
-    const result = await sql<ClaimedCheck>`
-      UPDATE custom_domains d SET check_claimed_until = ${leaseUntil}
-      FROM (SELECT id FROM custom_domains WHERE ${due} ORDER BY next_check_at LIMIT ${limit} FOR UPDATE SKIP LOCKED) c
-      WHERE d.id = c.id
-      RETURNING d.id, d.domain, d.type, d.verification_record, d.created_at, d.check_count`.execute(database.db);
-    return result.rows;
-  }
-  const result = await sql<ClaimedCheck>`
-    UPDATE custom_domains SET check_claimed_until = ${leaseUntil}
-    WHERE id IN (SELECT id FROM custom_domains WHERE ${due} ORDER BY next_check_at LIMIT ${limit})
-    RETURNING id, domain, type, verification_record, created_at, check_count`.execute(database.db);
-  return result.rows;
-}
+export const DUE_CHECKS: LeasedTable<ClaimedCheck> = {
+  table: 'custom_domains',
+  key: 'id',
+  returning: ['id', 'domain', 'type', 'verification_record', 'created_at', 'check_count'],
+  pendingStatus: 'pending_verification',
+  dueColumn: 'next_check_at',
+  leaseColumn: 'check_claimed_until',
+};
 
 /**
  * Re-checks the DNS of pending custom domains in the background, on the schedule the domains carry
@@ -43,66 +33,45 @@ export async function claimDueChecks(database: Database, at: string, leaseUntil:
  * window has run out. Every node runs one; the claim's lease makes them share the work.
  */
 export class VerificationRechecks {
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = true;
-  private ticking: Promise<void> | undefined;
-  private readonly inFlight = new Set<Promise<void>>();
+  /** Its tracked tasks are the checks in flight. */
+  private readonly loop: PollingLoop;
   private readonly pollMs: number;
 
   constructor(
     private readonly database: Database,
     private readonly domains: CustomDomainService,
     recheckInitialMs: number,
-    private readonly onError: (error: unknown) => void = (error) => console.error('custom domain re-check:', error),
+    onError: (error: unknown) => void = (error) => console.error('custom domain re-check:', error),
   ) {
     // A due check waits at most one poll: never longer than the first delay, so short schedules hold.
-    this.pollMs = Math.min(recheckInitialMs, MAX_POLL_MS);
+    const pollMs = Math.min(recheckInitialMs, MAX_POLL_MS);
+    this.pollMs = pollMs;
+    this.loop = new PollingLoop({
+      round: async () => {
+        await this.claimAndCheck();
+        return pollMs;
+      },
+      afterFailureMs: () => pollMs,
+      onError,
+    });
   }
 
   start(): void {
-    this.stopped = false;
     // One poll in, not at once: a short-lived process (a CLI command) closes before it claims any check.
-    this.schedule(this.pollMs);
+    this.loop.start(this.pollMs);
   }
 
   /** Stops claiming and waits for the checks in flight (each bounded by the resolver's timeout). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.ticking;
-    await Promise.allSettled([...this.inFlight]);
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.ticking = this.tick().finally(() => (this.ticking = undefined));
-    }, delayMs);
-    this.timer.unref();
-  }
-
-  private async tick(): Promise<void> {
-    try {
-      await this.claimAndCheck();
-    } catch (error) {
-      if (!this.stopped) this.onError(error);
-    }
-    this.schedule(this.pollMs);
+    await this.loop.stop();
   }
 
   private async claimAndCheck(): Promise<void> {
-    const free = CONCURRENCY - this.inFlight.size;
-    if (free <= 0 || this.stopped) return;
+    const free = CONCURRENCY - this.loop.inFlight;
+    if (free <= 0 || this.loop.stopped) return;
     const at = new Date();
     const leaseUntil = new Date(at.getTime() + LEASE_MS).toISOString();
-    const claimed = await claimDueChecks(this.database, at.toISOString(), leaseUntil, free);
-    for (const claim of claimed) {
-      const task = this.domains
-        .recheck(claim, leaseUntil)
-        .catch((error) => this.onError(error))
-        .finally(() => this.inFlight.delete(task));
-      this.inFlight.add(task);
-    }
+    const claimed = await claimDueRows(this.database, DUE_CHECKS, at.toISOString(), leaseUntil, free);
+    for (const claim of claimed) this.loop.track(this.domains.recheck(claim, leaseUntil));
   }
 }

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import type { Database, Tx } from '../../db/database.ts';
-import { isUniqueViolation, now } from '../../db/database.ts';
+import { now, uniqueOr } from '../../db/database.ts';
 import type { CustomDomainsTable } from '../../db/schema.ts';
 import { hashCnameApiKey } from '../../http/cname-api-key.ts';
 import { ApiError, badRequest, conflict } from '../../http/errors.ts';
@@ -168,8 +168,8 @@ export class CustomDomainService {
       : Object.fromEntries(Object.entries(input.domain_metadata).filter(([, v]) => v !== null));
     const id = newId.customDomain();
     const createdAt = now();
-    try {
-      const row = await this.database.db.transaction().execute(async (trx) => {
+    const row = await uniqueOr(
+      this.database.db.transaction().execute(async (trx) => {
         // Creations of one tenant run one after another, so the per-tenant cap holds under concurrency.
         if (this.database.dialect === 'postgres') {
           await trx.selectFrom('tenants').select('id').where('id', '=', tenantId).forUpdate().execute();
@@ -202,13 +202,11 @@ export class CustomDomainService {
         };
         await trx.insertInto('custom_domains').values(row).execute();
         return row;
-      });
-      this.tenants.forget();
-      return this.present(row, undefined);
-    } catch (error) {
-      if (isUniqueViolation(error)) throw alreadyExists();
-      throw error;
-    }
+      }),
+      alreadyExists,
+    );
+    this.tenants.forget();
+    return this.present(row, undefined);
   }
 
   async get(tenantId: string, id: string): Promise<CustomDomain> {

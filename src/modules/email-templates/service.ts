@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { isUniqueViolation, now } from '../../db/database.ts';
+import { now, uniqueOr } from '../../db/database.ts';
 import type { EmailTemplatesTable } from '../../db/schema.ts';
 import { conflict } from '../../http/errors.ts';
 import { checkTemplate } from './liquid.ts';
@@ -115,12 +115,8 @@ export class EmailTemplateService {
     const { template: name, ...changes } = input;
     await checkChanges(changes);
     const template = merge(DEFAULTS[name], changes);
-    try {
-      await this.database.db.insertInto('email_templates').values(toRow(tenantId, template, now())).execute();
-    } catch (error) {
-      if (isUniqueViolation(error)) throw conflict(`Template ${name} already exists.`);
-      throw error;
-    }
+    const insert = this.database.db.insertInto('email_templates').values(toRow(tenantId, template, now())).execute();
+    await uniqueOr(insert, () => conflict(`Template ${name} already exists.`));
     return template;
   }
 

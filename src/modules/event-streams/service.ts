@@ -1,6 +1,6 @@
 import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import type { Database, Tx } from '../../db/database.ts';
-import { isUniqueViolation, now, nowAfter } from '../../db/database.ts';
+import { now, nowAfter, uniqueOr } from '../../db/database.ts';
 import type { DeliveriesTable, DeliveryAttemptsTable, EventStreamsTable, Schema } from '../../db/schema.ts';
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 import { ApiError, badRequest, conflict } from '../../http/errors.ts';
@@ -122,12 +122,7 @@ export class EventStreamService {
       created_at: at,
       updated_at: at,
     };
-    try {
-      await this.database.db.insertInto('event_streams').values(row).execute();
-    } catch (error) {
-      if (isUniqueViolation(error)) throw nameTaken();
-      throw error;
-    }
+    await uniqueOr(this.database.db.insertInto('event_streams').values(row).execute(), nameTaken);
     return present(row);
   }
 
@@ -147,8 +142,8 @@ export class EventStreamService {
 
   async update(tenantId: string, id: string, input: UpdateStreamBody): Promise<EventStream> {
     const webhook = input.destination === undefined ? undefined : await this.checkWebhook(input.destination);
-    try {
-      return await this.database.db.transaction().execute(async (trx) => {
+    return uniqueOr(
+      this.database.db.transaction().execute(async (trx) => {
         const current = await this.row(trx, tenantId, id, true);
         const changed: Selectable<EventStreamsTable> = { ...current, updated_at: nowAfter(current.updated_at) };
         if (input.name !== undefined) changed.name = input.name;
@@ -169,11 +164,9 @@ export class EventStreamService {
           .where('id', '=', id)
           .execute();
         return present(changed);
-      });
-    } catch (error) {
-      if (isUniqueViolation(error)) throw nameTaken();
-      throw error;
-    }
+      }),
+      nameTaken,
+    );
   }
 
   /** Deliveries and their attempts go with the stream (foreign keys cascade). */

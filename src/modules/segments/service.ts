@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { isUniqueViolation, now, nowAfter } from '../../db/database.ts';
+import { now, nowAfter, uniqueOr } from '../../db/database.ts';
 import type { SegmentsTable } from '../../db/schema.ts';
 import { ApiError, conflict } from '../../http/errors.ts';
 import { idPattern, newId } from '../../ids.ts';
@@ -59,12 +59,7 @@ export class SegmentService {
       created_at: at,
       updated_at: at,
     };
-    try {
-      await this.database.db.transaction().execute((trx) => trx.insertInto('segments').values(row).execute());
-    } catch (error) {
-      if (isUniqueViolation(error)) throw nameTaken();
-      throw error;
-    }
+    await uniqueOr(this.database.db.transaction().execute((trx) => trx.insertInto('segments').values(row).execute()), nameTaken);
     return present(row);
   }
 
@@ -92,8 +87,8 @@ export class SegmentService {
   }
 
   async update(tenantId: string, id: string, input: UpdateSegmentBody): Promise<Segment> {
-    try {
-      return await this.database.db.transaction().execute(async (trx) => {
+    return uniqueOr(
+      this.database.db.transaction().execute(async (trx) => {
         const current = await trx
           .selectFrom('segments')
           .selectAll()
@@ -119,11 +114,9 @@ export class SegmentService {
           .where('id', '=', id)
           .execute();
         return present(changed);
-      });
-    } catch (error) {
-      if (isUniqueViolation(error)) throw nameTaken();
-      throw error;
-    }
+      }),
+      nameTaken,
+    );
   }
 
   /** Idempotent, as the original: deleting a segment that does not exist is not an error. */

@@ -2,7 +2,7 @@ import { randomBytes, scrypt as scryptCallback, type BinaryLike, type ScryptOpti
 import type { Statement } from 'better-sqlite3';
 import type { Database, Tx } from '../../db/database.ts';
 import type { UsersTable } from '../../db/schema.ts';
-import { isUniqueViolation, now, nowAfter } from '../../db/database.ts';
+import { now, nowAfter, uniqueOr } from '../../db/database.ts';
 import { ApiError, badRequest, conflict, notFound } from '../../http/errors.ts';
 import { newId } from '../../ids.ts';
 import type { SecretBox } from '../../secret-box.ts';
@@ -102,8 +102,8 @@ export class UserService {
     const at = now();
     const user = buildUser(profile, [{ connection: connectionName, user_id: localId, provider: OWN_PROVIDER, isSocial: false }], userId, at);
     const passwordHash = await hashPassword(password);
-    try {
-      await this.database.db.transaction().execute(async (trx) => {
+    await uniqueOr(
+      this.database.db.transaction().execute(async (trx) => {
         await trx
           .insertInto('users')
           .values({
@@ -120,11 +120,9 @@ export class UserService {
           .execute();
         for (const listener of this.changeListeners) await listener(trx, { tenantId, type: 'user.created', user });
         await inTransaction?.(trx, user);
-      });
-    } catch (error) {
-      if (isUniqueViolation(error)) throw conflict('The user already exists.', 'svc_idp_error');
-      throw error;
-    }
+      }),
+      () => conflict('The user already exists.', 'svc_idp_error'),
+    );
     return user;
   }
 
