@@ -1,7 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import {
+  CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, SqliteDriver,
+  type DatabaseConnection, type Driver, type SqliteDialectConfig, type Transaction,
+} from 'kysely';
 import pg from 'pg';
 import { migrations } from './migrations/index.ts';
 import type { Schema } from './schema.ts';
@@ -45,8 +48,31 @@ export function openDatabase(options: { databaseUrl?: string; dataDir: string })
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Schema>({ dialect: new ImmediateSqliteDialect({ database: sqlite }) });
   return { dialect: 'sqlite', db, sqlite, close: () => db.destroy() };
+}
+
+/**
+ * SQLite transactions take the write lock as they begin (BEGIN IMMEDIATE). A deferred transaction that
+ * reads and then writes fails at once with "database is locked", without waiting out the busy timeout,
+ * when another process (a CLI command beside a running server) wrote in between; one that takes the
+ * lock first waits its turn instead. Within a process nothing is lost: its one connection runs
+ * transactions one after another anyway.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+class ImmediateSqliteDialect extends SqliteDialect {
+  constructor(private readonly settings: SqliteDialectConfig) {
+    super(settings);
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.settings);
+  }
 }
 
 export async function migrate(database: Database): Promise<void> {
