@@ -10,6 +10,7 @@ import { EventStreamService } from '../src/modules/event-streams/service.ts';
 import { createCertificateAuthority, issueServerCertificate } from '../src/tls/dev-ca.ts';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './helpers/databases.ts';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.ts';
+import { freePort } from './helpers/server-process.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { startWebhookReceiver, waitUntil, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
@@ -345,10 +346,3 @@ for (const kind of databaseKinds()) {
   });
 }
 
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}

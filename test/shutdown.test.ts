@@ -1,20 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './helpers/databases.ts';
+import { freePort } from './helpers/server-process.ts';
 
 const CLIENT_ID = 'shutdown-admin';
 const CLIENT_SECRET = 'shutdown-admin-secret-0123456789-abcdefghij';
 
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 for (const kind of databaseKinds()) {
   describe(`graceful shutdown on SIGTERM (${kind})`, () => {

@@ -1,6 +1,6 @@
-import net from 'node:net';
 import { Agent, setGlobalDispatcher } from 'undici';
 import { createCertificateAuthority, issueServerCertificate, type PemPair } from '../../src/tls/dev-ca.ts';
+import { freePort } from './server-process.ts';
 import { startTestServer, type TestServer } from './server.ts';
 
 export interface HttpsTestServer {
@@ -28,14 +28,6 @@ function processTls(): { ca: PemPair; leaf: PemPair } {
   return tls;
 }
 
-/** The port must be known before the server starts, because the tenant's domain includes it. */
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 /**
  * A test server listening for real on HTTPS at 127.0.0.1, for clients (the official SDK) that only
@@ -43,6 +35,7 @@ async function freePort(): Promise<number> {
  */
 export async function startHttpsTestServer(kind: 'sqlite' | 'postgres', overrides: Record<string, string> = {}): Promise<HttpsTestServer> {
   const { ca, leaf } = processTls();
+  // Known before the server starts, because the tenant's domain includes it.
   const port = await freePort();
   const domain = `localhost:${port}`;
   const server = await startTestServer(kind, { TENANT_DOMAIN: domain, ...overrides }, { https: { cert: leaf.cert, key: leaf.key } });
