@@ -97,7 +97,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const users = new UserService(database, connections, secretBox);
   const eventStreams = new EventStreamService(database, secretBox, { guard: endpointGuardFor(config) });
   // User changes write their events in their own transaction (the outbox).
-  users.onChange((trx, change) => eventStreams.record(trx, { tenantId: change.tenantId, type: change.type, data: { object: change.user } }));
+  users.onChange((trx, changes) => eventStreams.record(trx, changes.map((change) => ({ tenantId: change.tenantId, type: change.type, data: { object: change.user } }))));
   // Workers, here or on other nodes, are woken as soon as a transaction that queued deliveries commits.
   const deliveryWakeup = new DeliveryWakeup(database);
   eventStreams.onQueued((trx) => deliveryWakeup.queued(trx));

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { EndpointGuard } from '../src/delivery/endpoint-guard.ts';
 import { ApiError } from '../src/http/errors.ts';
 import { EventStreamService } from '../src/modules/event-streams/service.ts';
+import { importUsers } from '../src/modules/users/import.ts';
 import { databaseKinds } from './helpers/databases.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { startWebhookReceiver, waitUntil, type WebhookReceiver } from './helpers/webhook-receiver.ts';
@@ -301,7 +305,7 @@ for (const kind of databaseKinds()) {
       const db = server.services.database.db;
       // A lease far in the future, as a worker that claimed the delivery and died would leave.
       await server.services.database.db.transaction().execute(async (trx) => {
-        await server.services.eventStreams.record(trx, { tenantId: server.tenant.id, type: 'user.created', data: { object: { user_id: 'svc|lease' } } });
+        await server.services.eventStreams.record(trx, [{ tenantId: server.tenant.id, type: 'user.created', data: { object: { user_id: 'svc|lease' } } }]);
         await trx.updateTable('deliveries').set({ claimed_until: new Date(Date.now() + 300).toISOString() }).where('stream_id', '=', stream.id).execute();
       });
       await new Promise((r) => setTimeout(r, 150));
@@ -310,6 +314,41 @@ for (const kind of databaseKinds()) {
       assert.equal(request!.json().data.object.user_id, 'svc|lease');
       const row = await db.selectFrom('deliveries').selectAll().where('stream_id', '=', stream.id).executeTakeFirstOrThrow();
       await waitForStatus(stream.id, row.event_id, 'delivered');
+    });
+
+    it('records an event for every imported user, in the import batch\'s transaction, for the subscribed enabled streams only', async () => {
+      receiver = await startWebhookReceiver();
+      const created = await createStream({ name: 'import-created', subscriptions: [{ event_type: 'user.created' }, { event_type: 'user.created' }], destination: webhook(receiver.url) });
+      const both = await createStream({ name: 'import-both', subscriptions: [{ event_type: 'user.deleted' }, { event_type: 'user.created' }], destination: webhook(`${receiver.url}/both`) });
+      await createStream({ name: 'import-deleted', subscriptions: [{ event_type: 'user.deleted' }], destination: webhook(`${receiver.url}/deleted`) });
+      await createStream({ name: 'import-disabled', status: 'disabled', subscriptions: [{ event_type: 'user.created' }], destination: webhook(`${receiver.url}/disabled`) });
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-import-'));
+      const file = path.join(dir, 'users.ndjson');
+      const count = 25;
+      const stamp = Date.now();
+      const emails = Array.from({ length: count }, (_, i) => `imported-${stamp}-${i}@example.com`);
+      fs.writeFileSync(file, emails.map((email) => JSON.stringify({ email, email_verified: true })).join('\n'));
+      try {
+        // Batches of 10: three transactions, the last of 5.
+        const summary = await importUsers(server.services.users, server.tenant.id, file, 10);
+        assert.equal(summary.imported, count);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+      const requests = await receiver.waitFor((r) => r.length >= count * 2);
+      // Wait a little longer: nothing more may arrive (no duplicate, nothing for the other streams).
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(requests.length, count * 2);
+      const byStream = (id: string) => requests.map((r) => r.json()).filter((e) => e.a0stream === id);
+      for (const stream of [created, both]) {
+        const events = byStream(stream.id);
+        assert.deepEqual(events.map((e) => e.data.object.email).sort(), [...emails].sort());
+        assert.ok(events.every((e) => e.type === 'user.created' && /^evt_/.test(e.id)));
+        assert.equal(new Set(events.map((e) => e.id)).size, count, 'one event per user');
+      }
+      // The same event goes to both streams.
+      assert.deepEqual(byStream(created.id).map((e) => e.id).sort(), byStream(both.id).map((e) => e.id).sort());
+      assert.equal(requests.filter((r) => r.url?.endsWith('/both')).length, count);
     });
 
     it('writes no event for a change that rolls back (duplicate user → 409)', async () => {

@@ -1,7 +1,7 @@
 import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import type { Database, Tx } from '../../db/database.ts';
 import { now, nowAfter, uniqueOr } from '../../db/database.ts';
-import type { DeliveriesTable, DeliveryAttemptsTable, EventStreamsTable, Schema } from '../../db/schema.ts';
+import type { DeliveriesTable, DeliveryAttemptsTable, EventsTable, EventStreamsTable, Schema } from '../../db/schema.ts';
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 import { ApiError, badRequest, conflict } from '../../http/errors.ts';
 import { idPattern, newId } from '../../ids.ts';
@@ -67,6 +67,9 @@ export interface EventInput {
   type: string;
   data: unknown;
 }
+
+/** Rows a multi-row insert of events or deliveries carries: 10 columns a row at the most. */
+const ROWS_PER_INSERT = 1000;
 
 /** Sample payload of test events sent without `data`. */
 function sampleData(type: string): unknown {
@@ -329,26 +332,55 @@ export class EventStreamService {
   // Outbox
 
   /**
-   * Writes an event and one pending delivery per enabled stream subscribed to its type, inside the
-   * caller's transaction: the change and its event commit (or roll back) together.
+   * Writes each change's event and one pending delivery per enabled stream subscribed to its type,
+   * inside the caller's transaction: the changes and their events commit (or roll back) together.
+   * A batch (an import of thousands of users) reads each tenant's streams once and is written in
+   * multi-row inserts; a change no stream subscribes to writes nothing.
    */
-  async record(trx: Tx, input: EventInput): Promise<void> {
-    const streams = await trx
-      .selectFrom('event_streams')
-      .select(['id', 'subscriptions'])
-      .where('tenant_id', '=', input.tenantId)
-      .where('status', '=', 'enabled')
-      .execute();
-    const targets = streams.filter((s) => (JSON.parse(s.subscriptions) as Array<{ event_type: string }>).some((x) => x.event_type === input.type));
-    if (targets.length === 0) return;
-    const tenant = await trx.selectFrom('tenants').select('domain').where('id', '=', input.tenantId).executeTakeFirstOrThrow();
-    const at = now();
-    const id = newId.event();
-    await trx
-      .insertInto('events')
-      .values({ id, tenant_id: input.tenantId, type: input.type, time: at, source: sourceFor(tenant.domain), data: JSON.stringify(input.data), purpose: null })
-      .execute();
-    await trx.insertInto('deliveries').values(targets.map((s) => newDelivery(s.id, id, input.type, at))).execute();
+  async record(trx: Tx, inputs: readonly EventInput[]): Promise<void> {
+    const events: Array<Selectable<EventsTable>> = [];
+    const deliveries: Array<Selectable<DeliveriesTable>> = [];
+    const byTenant = new Map<string, EventInput[]>();
+    for (const input of inputs) {
+      const ofTenant = byTenant.get(input.tenantId);
+      if (ofTenant) ofTenant.push(input);
+      else byTenant.set(input.tenantId, [input]);
+    }
+    for (const [tenantId, ofTenant] of byTenant) {
+      const streams = await trx
+        .selectFrom('event_streams')
+        .select(['id', 'subscriptions'])
+        .where('tenant_id', '=', tenantId)
+        .where('status', '=', 'enabled')
+        .execute();
+      if (streams.length === 0) continue;
+      // Event type → the streams subscribed to it, each once.
+      const subscribed = new Map<string, Set<string>>();
+      for (const stream of streams) {
+        for (const { event_type } of JSON.parse(stream.subscriptions) as Array<{ event_type: string }>) {
+          const ids = subscribed.get(event_type) ?? new Set<string>();
+          subscribed.set(event_type, ids.add(stream.id));
+        }
+      }
+      let source: string | undefined;
+      for (const input of ofTenant) {
+        const targets = subscribed.get(input.type);
+        if (targets === undefined) continue;
+        source ??= sourceFor((await trx.selectFrom('tenants').select('domain').where('id', '=', tenantId).executeTakeFirstOrThrow()).domain);
+        const at = now();
+        const id = newId.event();
+        events.push({ id, tenant_id: tenantId, type: input.type, time: at, source, data: JSON.stringify(input.data), purpose: null });
+        for (const streamId of targets) deliveries.push(newDelivery(streamId, id, input.type, at));
+      }
+    }
+    if (events.length === 0) return;
+    // In slices, to stay under the bound parameters a statement may carry (SQLite 32,766; PostgreSQL 65,535).
+    for (let i = 0; i < events.length; i += ROWS_PER_INSERT) {
+      await trx.insertInto('events').values(events.slice(i, i + ROWS_PER_INSERT)).execute();
+    }
+    for (let i = 0; i < deliveries.length; i += ROWS_PER_INSERT) {
+      await trx.insertInto('deliveries').values(deliveries.slice(i, i + ROWS_PER_INSERT)).execute();
+    }
     await this.queued(trx);
   }
 

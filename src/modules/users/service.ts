@@ -49,11 +49,17 @@ interface UserRow {
   idp_tokens: string | null;
 }
 
-/** Tables other modules write in the same transaction as a user change (the events outbox). */
-export type UserChangeListener = (
-  trx: Tx,
-  change: { tenantId: string; type: 'user.created' | 'user.updated' | 'user.deleted'; user: User },
-) => Promise<void>;
+export interface UserChange {
+  tenantId: string;
+  type: 'user.created' | 'user.updated' | 'user.deleted';
+  user: User;
+}
+
+/**
+ * Tables other modules write in the same transaction as user changes (the events outbox). Changes
+ * come in batches (an import brings thousands at once), so a listener can write them in bulk.
+ */
+export type UserChangeListener = (trx: Tx, changes: readonly UserChange[]) => Promise<void>;
 
 const MIN_PASSWORD_LENGTH = 8;
 
@@ -78,6 +84,10 @@ export class UserService {
   /** Called inside the transaction of every user change, so whatever it writes commits or rolls back with it. */
   onChange(listener: UserChangeListener): void {
     this.changeListeners.push(listener);
+  }
+
+  private async changed(trx: Tx, changes: readonly UserChange[]): Promise<void> {
+    for (const listener of this.changeListeners) await listener(trx, changes);
   }
 
   /**
@@ -118,7 +128,7 @@ export class UserService {
             updated_at: at,
           })
           .execute();
-        for (const listener of this.changeListeners) await listener(trx, { tenantId, type: 'user.created', user });
+        await this.changed(trx, [{ tenantId, type: 'user.created', user }]);
         await inTransaction?.(trx, user);
       }),
       () => conflict('The user already exists.', 'svc_idp_error'),
@@ -148,7 +158,7 @@ export class UserService {
         .executeTakeFirst();
       if (!row) return;
       const user = JSON.parse(row.document) as User;
-      for (const listener of this.changeListeners) await listener(trx, { tenantId, type: 'user.deleted', user });
+      await this.changed(trx, [{ tenantId, type: 'user.deleted', user }]);
     });
   }
 
@@ -218,7 +228,7 @@ export class UserService {
       .where('tenant_id', '=', tenantId)
       .where('user_id', '=', userId)
       .execute();
-    for (const listener of this.changeListeners) await listener(trx, { tenantId, type: 'user.updated', user });
+    await this.changed(trx, [{ tenantId, type: 'user.updated', user }]);
   }
 
   /**
@@ -252,9 +262,7 @@ export class UserService {
           await trx.insertInto('users').values(imported.slice(i, i + POSTGRES_ROWS_PER_INSERT).map((r) => r.row)).execute();
         }
       }
-      for (const { user } of imported) {
-        for (const listener of this.changeListeners) await listener(trx, { tenantId, type: 'user.created', user });
-      }
+      await this.changed(trx, imported.map(({ user }): UserChange => ({ tenantId, type: 'user.created', user })));
     });
     return imported.length;
   }
