@@ -44,14 +44,13 @@ export class VerificationRechecks {
     onError: (error: unknown) => void = (error) => console.error('custom domain re-check:', error),
   ) {
     // A due check waits at most one poll: never longer than the first delay, so short schedules hold.
-    const pollMs = Math.min(recheckInitialMs, MAX_POLL_MS);
-    this.pollMs = pollMs;
+    this.pollMs = Math.min(recheckInitialMs, MAX_POLL_MS);
     this.loop = new PollingLoop({
       round: async () => {
         await this.claimAndCheck();
-        return pollMs;
+        return this.pollMs;
       },
-      afterFailureMs: () => pollMs,
+      afterFailureMs: () => this.pollMs,
       onError,
     });
   }
