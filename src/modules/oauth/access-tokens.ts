@@ -32,6 +32,8 @@ export const managementAudienceOf = (domain: string): string => `https://${domai
 const encodeJson = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 interface CachedToken {
+  /** The whole token: a hit on its signature counts only when the token is this very one. */
+  token: string;
   principal: Principal;
   expiresAtMs: number;
   keysVersion: string;
@@ -43,6 +45,10 @@ const CACHE_ENTRIES = 10_000;
  * Issues and verifies the Management API's RS256 access tokens. Verification results are cached
  * per token because the signature check dominates request cost; only successes are cached, an entry
  * lives no longer than its token, and it is dropped when the tenant's key set changes.
+ *
+ * The cache is keyed by the token's signature (its last segment, 342 characters for RS256) rather
+ * than the whole token: a token carrying every scope runs to 8 KB, and hashing it anew on every
+ * request cost more than the rest of the token check. A hit is then compared with the whole token.
  */
 export class AccessTokenService {
   private readonly verified = new Map<string, CachedToken>();
@@ -74,11 +80,12 @@ export class AccessTokenService {
 
   async verify(tenant: Tenant, token: string): Promise<Principal> {
     const keys = await this.keys.verificationKeys(tenant.id);
-    const cached = this.verified.get(token);
-    if (cached && cached.principal.tenantId === tenant.id && cached.keysVersion === keys.version && cached.expiresAtMs > Date.now()) {
-      return cached.principal;
+    const signature = token.slice(token.lastIndexOf('.') + 1);
+    const cached = this.verified.get(signature);
+    if (cached && cached.token === token) {
+      if (cached.principal.tenantId === tenant.id && cached.keysVersion === keys.version && cached.expiresAtMs > Date.now()) return cached.principal;
+      this.verified.delete(signature);
     }
-    if (cached) this.verified.delete(token);
 
     const parts = token.split('.');
     if (parts.length !== 3) throw unauthorized('Invalid token');
@@ -117,7 +124,7 @@ export class AccessTokenService {
       const oldest = this.verified.keys().next().value;
       if (oldest !== undefined) this.verified.delete(oldest);
     }
-    this.verified.set(token, { principal, expiresAtMs: claims.exp * 1000, keysVersion: keys.version });
+    this.verified.set(signature, { token, principal, expiresAtMs: claims.exp * 1000, keysVersion: keys.version });
     return principal;
   }
 }
