@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { allowListEntryError } from './delivery/endpoint-guard.ts';
+import { certificateAuthorityFiles } from './tls/dev-ca-files.ts';
 
 /**
  * Every environment variable the server reads, parsed and typed in one place.
@@ -130,9 +131,9 @@ function integerList(env: Env, name: string, fallback: number[]): number[] {
   return values;
 }
 
-type MailSettings = Pick<Config, 'smtpUrl' | 'mailFrom' | 'mailWorker' | 'mailTimeoutMs' | 'mailRetryScheduleMs' | 'mailPollMs' | 'mailLeaseMs' | 'mailConcurrency'>;
+type MailConfig = Pick<Config, 'smtpUrl' | 'mailFrom' | 'mailWorker' | 'mailTimeoutMs' | 'mailRetryScheduleMs' | 'mailPollMs' | 'mailLeaseMs' | 'mailConcurrency'>;
 
-function mailSettings(env: Env): MailSettings {
+function mailSettings(env: Env): MailConfig {
   const smtpUrl = text(env, 'SMTP_URL');
   // The URL may hold a password: messages name the variable, never its value.
   if (smtpUrl !== undefined && !/^smtps?:\/\/[^/]/.test(smtpUrl)) throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL');
@@ -195,8 +196,8 @@ export function loadConfig(env: Env = process.env): Config {
     tlsKeyFile,
     customDomainCertSource: certSource,
     // The files `tenantry dev-cert` writes when not told otherwise.
-    devCaCertFile: path.resolve(devCaCertFile ?? path.join(dataDir, 'tls', 'ca.pem')),
-    devCaKeyFile: path.resolve(devCaKeyFile ?? path.join(dataDir, 'tls', 'ca-key.pem')),
+    devCaCertFile: path.resolve(devCaCertFile ?? certificateAuthorityFiles(path.join(dataDir, 'tls')).certFile),
+    devCaKeyFile: path.resolve(devCaKeyFile ?? certificateAuthorityFiles(path.join(dataDir, 'tls')).keyFile),
     customDomainCertRefreshMs: integer(env, 'CUSTOM_DOMAIN_CERT_REFRESH_MS', 30000, 1),
     encryptionKey: text(env, 'ENCRYPTION_KEY'),
     tokenLifetimeSeconds: integer(env, 'TOKEN_LIFETIME_SECONDS', 86400, 1),

@@ -46,13 +46,13 @@ export interface Services {
   /** Background DNS re-checks of pending custom domains. */
   verificationRechecks: VerificationRechecks;
   eventStreams: EventStreamService;
-  /** The outbox worker; absent when DELIVERY_WORKER=false. */
+  /** The outbox worker; absent when DELIVERY_WORKER=false, and for CLI commands. */
   deliveryWorker: DeliveryWorker | undefined;
   emailTemplates: EmailTemplateService;
   tickets: TicketService;
   verificationEmails: VerificationEmailService;
   jobs: JobService;
-  /** The mail outbox worker; absent when MAIL_WORKER=false. */
+  /** The mail outbox worker; absent when MAIL_WORKER=false, and for CLI commands. */
   mailWorker: MailWorker | undefined;
   rateLimiter: RateLimiter;
   /** Stops background work and closes connections; idempotent. */
@@ -61,7 +61,10 @@ export interface Services {
 
 export interface ServiceOptions {
   onRateLimitError?: (error: unknown) => void;
-  /** False for CLI commands: no background re-checks of custom domains (workers follow their own flags). */
+  /**
+   * False for CLI commands, which do their task and exit: no background re-checks of custom domains
+   * and no delivery or mail worker, whatever the configuration says; those are left to the server.
+   */
   background?: boolean;
 }
 
@@ -82,8 +85,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
     recheckInitialMs: config.customDomainRecheckInitialMs,
     recheckMaxMs: config.customDomainRecheckMaxMs,
   });
+  const background = options.background !== false;
   const verificationRechecks = new VerificationRechecks(database, customDomains, config.customDomainRecheckInitialMs);
-  if (options.background !== false) verificationRechecks.start();
+  if (background) verificationRechecks.start();
   const customDomainCertificates = new CustomDomainCertificateService(database, secretBox, certificateSource, {
     refreshMs: config.customDomainCertRefreshMs,
   });
@@ -95,19 +99,23 @@ export async function createServices(config: Config, options: ServiceOptions = {
     ? redisRateLimiter(rateLimitSettings, config.redisUrl, options.onRateLimitError)
     : memoryRateLimiter(rateLimitSettings);
   const users = new UserService(database, connections, secretBox);
-  const eventStreams = new EventStreamService(database, secretBox, { guard: endpointGuardFor(config) });
+  // One guard checks endpoints when streams are saved and again on every connection the worker opens.
+  const endpointGuard = endpointGuardFor(config);
+  const eventStreams = new EventStreamService(database, secretBox, { guard: endpointGuard });
   // User changes write their events in their own transaction (the outbox).
   users.onChange((trx, changes) => eventStreams.record(trx, changes.map((change) => ({ tenantId: change.tenantId, type: change.type, data: { object: change.user } }))));
   // Workers, here or on other nodes, are woken as soon as a transaction that queued deliveries commits.
   const deliveryWakeup = new DeliveryWakeup(database);
   eventStreams.onQueued((trx) => deliveryWakeup.queued(trx));
-  const deliveryWorker = config.deliveryWorker ? new DeliveryWorker(database, eventStreams, config, deliveryWakeup) : undefined;
+  const deliveryWorker = background && config.deliveryWorker
+    ? new DeliveryWorker(database, eventStreams, config, endpointGuard, deliveryWakeup)
+    : undefined;
   deliveryWorker?.start();
   const emailTemplates = new EmailTemplateService(database);
   const tickets = new TicketService(database, users);
   const verificationEmails = new VerificationEmailService(secretBox, customDomains, emailTemplates, tickets, { mailFrom: config.mailFrom });
   // Without SMTP_URL, emails land in the development mailbox, readable with `tenantry mailbox`.
-  const mailWorker = config.mailWorker
+  const mailWorker = background && config.mailWorker
     ? new MailWorker(
       database,
       secretBox,

@@ -444,7 +444,7 @@ describe('certificate configuration and upload checks', () => {
     const lapsed = issueServerCertificate(ca, ['a.example.test'], { days: 1 / 86_400_000 });
     while (Date.now() <= Date.parse(new X509Certificate(lapsed.cert).validTo)) await sleep(5);
     assert.throws(() => checkUploadedCertificate('a.example.test', lapsed.cert, lapsed.key), /the certificate expired on \d{4}-/);
-    const checked = checkUploadedCertificate('A.example.test'.toLowerCase(), `${leaf.cert}\n${ca.cert}`, leaf.key);
+    const checked = checkUploadedCertificate('A.example.test', `${leaf.cert}\n${ca.cert}`, leaf.key);
     assert.equal(checked.fingerprint, new X509Certificate(leaf.cert).fingerprint256);
     assert.equal(checked.certificate.match(/BEGIN CERTIFICATE/g)?.length, 2);
   });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -27,6 +28,8 @@ function linkOf(mail: ParsedMail): URL {
   assert.ok(href, `no link in ${String(mail.html)}`);
   return new URL(href.replace(/&amp;/g, '&'));
 }
+
+const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
 
 /** The email's HTML with its link blanked out: what must not change with the domain unless the template says so. */
 const textWithoutLink = (mail: ParsedMail) => String(mail.html).replace(/href="[^"]+"/, 'href="LINK"');
@@ -82,6 +85,8 @@ for (const kind of databaseKinds()) {
     const userById = async (id: string) => (await server.request({ url: `/api/v2/users/${encodeURIComponent(id)}` })).json();
     const outboxCount = async () => Number((await server.services.database.db.selectFrom('email_outbox').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
     const ticketCount = async () => Number((await server.services.database.db.selectFrom('email_verification_tickets').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const ticketHashesOf = async (userId: string) =>
+      (await server.services.database.db.selectFrom('email_verification_tickets').select('ticket_hash').where('user_id', '=', userId).execute()).map((t) => t.ticket_hash);
     const outboxRowFor = (recipient: string) =>
       server.services.database.db.selectFrom('email_outbox').selectAll().where('recipient', '=', recipient).executeTakeFirst();
     /** Sends a verification email through POST /users and returns it as received over SMTP. */
@@ -169,6 +174,7 @@ for (const kind of databaseKinds()) {
       // Only a hash of the ticket is stored, and a sent email keeps no copy of its body.
       const stored = await server.services.database.db.selectFrom('email_verification_tickets').select('ticket_hash').execute();
       assert.ok(stored.every((t) => t.ticket_hash !== link.searchParams.get('ticket')));
+      assert.deepEqual(await ticketHashesOf(user.user_id), [sha256Hex(link.searchParams.get('ticket') ?? '')]);
       await eventually(async () => ((await outboxRowFor(user.email))?.status === 'sent' ? true : undefined), 'the outbox to record the send');
       const row = await outboxRowFor(user.email);
       assert.equal(row?.body, null);
@@ -382,7 +388,8 @@ for (const kind of databaseKinds()) {
       const refusedBefore = smtp.refusedCount();
       smtp.refuseNext(1, 451, 'Greylisted, try again later');
       const { user, mail } = await mailForNewUser();
-      assert.ok(mail);
+      // The retry delivers the email as it was queued: its link carries the ticket stored for the user.
+      assert.deepEqual(await ticketHashesOf(user.user_id), [sha256Hex(linkOf(mail).searchParams.get('ticket') ?? '')]);
       assert.equal(smtp.refusedCount(), refusedBefore + 1);
       const retried = await eventually(async () => {
         const row = await outboxRowFor(user.email);

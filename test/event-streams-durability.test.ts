@@ -126,11 +126,10 @@ for (const kind of databaseKinds()) {
       // What the dead process left: the deliveries it was sending are pending, under its lease.
       db = openDatabase({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
       // In flight at the kill: claimed and not finished (a finished or handed-back claim has no lease).
-      const leased = await db.db.selectFrom('deliveries').select(['event_id', 'status', 'claimed_until'])
+      const leased = await db.db.selectFrom('deliveries').select(['event_id', 'claimed_until'])
         .where('stream_id', '=', stream.body.id).where('claimed_until', 'is not', null).execute();
       const leaseOf = new Map(leased.map((row) => [row.event_id, row.claimed_until!]));
       for (const id of held) assert.ok(leaseOf.has(id), `the send held at the kill (${id}) is still leased`);
-      for (const row of leased) assert.equal(row.status, 'pending');
 
       receiver.beforeAnswer(undefined);
       const restartedAt = Date.now();

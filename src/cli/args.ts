@@ -50,8 +50,8 @@ export function parseFlags(command: string, args: string[], strings: readonly st
 
 /** The server's own configuration and database, so a command works alongside a running server. */
 export async function withServices<T>(run: (services: Services) => Promise<T>): Promise<T> {
-  // A command does its task and exits: the server's background workers are left to the server.
-  const services = await createServices({ ...loadConfig(), deliveryWorker: false, mailWorker: false }, { background: false });
+  // A command does its task and exits: the server's background work is left to the server.
+  const services = await createServices(loadConfig(), { background: false });
   try {
     return await run(services);
   } finally {

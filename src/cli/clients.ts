@@ -2,7 +2,7 @@ import { ALL_SCOPES, isScope } from '../modules/oauth/scopes.ts';
 import type { Services } from '../services.ts';
 import { parseFlags, print, UsageError, withServices } from './args.ts';
 
-export async function requireTenant(services: Services, id: string) {
+export async function requireTenant(services: Pick<Services, 'tenants'>, id: string) {
   const tenant = await services.tenants.get(id);
   if (!tenant) throw new UsageError(`no tenant "${id}" (see: tenantry tenants list)`);
   return tenant;

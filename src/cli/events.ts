@@ -1,6 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
+import { TenantService } from '../modules/tenants/service.ts';
 import { parseFlags, UsageError } from './args.ts';
+import { requireTenant } from './clients.ts';
 
 const POLL_MS = 500;
 /**
@@ -59,7 +62,8 @@ async function tail(filter: { tenant?: string | undefined; stream?: string | und
         process.stdout.write(`${line(attempt)}\n`);
       }
       for (const [key, at] of shown) if (at < since) shown.delete(key);
-      await sleep(POLL_MS, stop.signal);
+      // Ended early by a signal: the loop's condition sees it.
+      await sleep(POLL_MS, undefined, { signal: stop.signal }).catch(() => undefined);
     }
   } finally {
     process.off('SIGINT', onSignal);
@@ -69,10 +73,7 @@ async function tail(filter: { tenant?: string | undefined; stream?: string | und
 }
 
 async function checkFilter(database: Database, filter: { tenant?: string | undefined; stream?: string | undefined }): Promise<void> {
-  if (filter.tenant !== undefined) {
-    const tenant = await database.db.selectFrom('tenants').select('id').where('id', '=', filter.tenant).executeTakeFirst();
-    if (!tenant) throw new UsageError(`no tenant "${filter.tenant}" (see: tenantry tenants list)`);
-  }
+  if (filter.tenant !== undefined) await requireTenant({ tenants: new TenantService(database) }, filter.tenant);
   if (filter.stream !== undefined) {
     const stream = await database.db
       .selectFrom('event_streams')
@@ -104,16 +105,4 @@ function attemptsSince(database: Database, since: string, filter: { tenant?: str
 function line(a: AttemptLine): string {
   const duration = a.duration === null ? '-' : `${Math.round(Number(a.duration))}ms`;
   return [a.timestamp, a.stream_id, a.event_id, a.event_type, a.status, duration, ...(a.error_message ? [a.error_message] : [])].join('\t');
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

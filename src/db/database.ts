@@ -3,7 +3,7 @@ import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import {
   CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, SqliteDriver,
-  type DatabaseConnection, type Driver, type SqliteDialectConfig, type Transaction,
+  type DatabaseConnection, type Driver, type Insertable, type SqliteDialectConfig, type Transaction,
 } from 'kysely';
 import pg from 'pg';
 import { migrations } from './migrations/index.ts';
@@ -86,6 +86,22 @@ export async function migrate(database: Database): Promise<void> {
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;
     throw new Error(`database migration ${failed ?? ''} failed: ${String(error)}`);
+  }
+}
+
+/** True when an error is a foreign-key violation, in either dialect. */
+export function isForeignKeyViolation(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
+}
+
+/** Rows a multi-row insert carries at most: 1,000 rows of up to 30 columns stay under SQLite's 32,766 bound parameters. */
+const ROWS_PER_INSERT = 1000;
+
+/** Inserts `rows` in multi-row statements of at most ROWS_PER_INSERT rows, inside the caller's transaction. */
+export async function insertInSlices<T extends keyof Schema & string>(trx: Tx, table: T, rows: ReadonlyArray<Insertable<Schema[T]>>): Promise<void> {
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    await trx.insertInto(table).values(rows.slice(i, i + ROWS_PER_INSERT) as never).execute();
   }
 }
 

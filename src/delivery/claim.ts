@@ -28,13 +28,8 @@ export interface ClaimLimits {
  */
 const WINDOW_FACTOR = 2;
 
-interface ClaimedRow {
-  stream_id: string;
-  event_id: string;
-  attempt_count: number;
-  attempt_seq: number;
-  claimed_until: string;
-}
+/** What the claim statement returns; the event and stream columns are read after it (SQLite). */
+type ClaimedRow = Pick<Claimed, 'stream_id' | 'event_id' | 'attempt_count' | 'attempt_seq' | 'claimed_until'>;
 
 // SQLite: json parameters keep one statement text (one cached prepared statement) whatever the
 // number of busy streams; the events and streams of the claimed rows are read in two more statements

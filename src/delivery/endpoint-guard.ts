@@ -170,13 +170,19 @@ export interface EndpointGuardOptions {
 
 export class EndpointGuard {
   private readonly allowed: AllowEntry[];
+  /** Asks the configured `dnsServers`; undefined: the system's resolver. */
+  private readonly resolver: Resolver | undefined;
 
-  constructor(private readonly options: EndpointGuardOptions) {
+  constructor(options: EndpointGuardOptions) {
     this.allowed = options.allowedHosts.map((raw) => {
       const parsed = parseEntry(raw);
       if (typeof parsed === 'string') throw new TypeError(`DELIVERY_ALLOWED_HOSTS: ${parsed}`);
       return parsed;
     });
+    if (options.dnsServers.length > 0) {
+      this.resolver = new Resolver({ timeout: options.timeoutMs ?? 2_000, tries: 2 });
+      this.resolver.setServers([...options.dnsServers]);
+    }
   }
 
   /**
@@ -238,7 +244,8 @@ export class EndpointGuard {
     if (isIP(host)) return [host];
     // RFC 6761: localhost names are loopback, whatever a DNS server would say about them.
     if (host === 'localhost' || host.endsWith('.localhost')) return ['127.0.0.1', '::1'];
-    if (this.options.dnsServers.length === 0) {
+    const resolver = this.resolver;
+    if (resolver === undefined) {
       try {
         const found = await dns.promises.lookup(host, { all: true, verbatim: true });
         return found.map((a) => a.address);
@@ -246,8 +253,6 @@ export class EndpointGuard {
         throw new EndpointUnresolved(`${host} could not be resolved (${codeOf(error)})`);
       }
     }
-    const resolver = new Resolver({ timeout: this.options.timeoutMs ?? 2_000, tries: 2 });
-    resolver.setServers([...this.options.dnsServers]);
     const [a, aaaa] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
     const addresses = [...(a.status === 'fulfilled' ? a.value : []), ...(aaaa.status === 'fulfilled' ? aaaa.value : [])];
     if (addresses.length > 0) return addresses;

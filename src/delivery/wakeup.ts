@@ -16,15 +16,11 @@ const RECONNECT_MS = 1000;
  */
 export class DeliveryWakeup {
   private readonly listeners = new Set<() => void>();
-  /** Transactions that already rang: a bulk import queues deliveries for every user in one. */
-  private readonly rung = new WeakSet<Tx>();
 
   constructor(private readonly database: Database) {}
 
   /** Called inside the transaction that queued deliveries. */
   async queued(trx: Tx): Promise<void> {
-    if (this.rung.has(trx)) return;
-    this.rung.add(trx);
     if (this.database.dialect === 'postgres') {
       await sql`SELECT pg_notify(${CHANNEL}, '')`.execute(trx);
       return;

@@ -1,26 +1,30 @@
 import { PollingLoop } from '../background/polling-loop.ts';
+import { nextAttemptAt } from '../background/retry-schedule.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { now } from '../db/database.ts';
 import { envelope } from '../modules/event-streams/envelope.ts';
 import type { EventStreamService, PublicDestination } from '../modules/event-streams/service.ts';
+import { live, signingKey, type StoredSigningSecret } from '../modules/event-streams/signing-secrets.ts';
 import { claimDue, releaseClaims, type Claimed } from './claim.ts';
-import { endpointGuardFor } from './endpoint-guard.ts';
+import type { EndpointGuard } from './endpoint-guard.ts';
 import { recordOutcomes, type Outcome } from './outcomes.ts';
 import { authHeader, WebhookSender, type SendOutcome, type WebhookTarget } from './send.ts';
 import type { DeliveryWakeup } from './wakeup.ts';
 
 export type DeliverySettings = Pick<
   Config,
-  | 'deliveryTimeoutMs' | 'deliveryRetryScheduleMs' | 'deliveryPollMs' | 'deliveryLeaseMs' | 'deliveryConcurrency' | 'deliveryPerStreamConcurrency'
-  | 'deliveryAllowHttp' | 'deliveryAllowedHosts' | 'dnsServers'
+  'deliveryTimeoutMs' | 'deliveryRetryScheduleMs' | 'deliveryPollMs' | 'deliveryLeaseMs' | 'deliveryConcurrency' | 'deliveryPerStreamConcurrency'
 >;
 
-/** A stream's endpoint and credentials header, kept while its stored destination and secret stay the same. */
+/** A stream's opened endpoint, credentials header and signing secrets, kept while their stored forms stay the same. */
 interface CachedTarget {
   destination: string;
   secret: string | null;
+  signing_secrets: string | null;
   target: WebhookTarget;
+  /** Expired ones included: which still sign is decided at each send. */
+  signing: StoredSigningSecret[];
 }
 
 /** Streams whose opened target is kept; past it the cache starts over. */
@@ -53,10 +57,12 @@ export class DeliveryWorker {
     private readonly database: Database,
     private readonly streams: EventStreamService,
     private readonly settings: DeliverySettings,
+    /** The same guard that checked the endpoints when their streams were saved; undefined in development mode. */
+    guard: EndpointGuard | undefined,
     private readonly wakeup?: DeliveryWakeup,
     private readonly onError: (error: unknown) => void = (error) => console.error('event delivery:', error),
   ) {
-    this.sender = new WebhookSender(endpointGuardFor(settings), settings.deliveryTimeoutMs);
+    this.sender = new WebhookSender(guard, settings.deliveryTimeoutMs);
     this.loop = new PollingLoop({ round: () => this.round(), afterFailureMs: () => this.untilNextRound(), onError });
   }
 
@@ -74,14 +80,6 @@ export class DeliveryWorker {
     await stopping;
     await this.flush().catch((error) => this.onError(error));
     await this.sender.close();
-  }
-
-  /**
-   * Looks for work at once. Wakes that come together (sends finishing in the same turn of the event
-   * loop, or during a round) make one round, so attempts are recorded and slots filled in batches.
-   */
-  wake(): void {
-    this.loop.wake();
   }
 
   private async round(): Promise<number> {
@@ -121,18 +119,18 @@ export class DeliveryWorker {
   private async claimAndSend(): Promise<void> {
     const free = this.settings.deliveryConcurrency - this.loop.inFlight;
     if (free <= 0 || this.loop.stopped) return;
-    const at = now();
-    const cap = this.settings.deliveryPerStreamConcurrency;
     const leaseUntil = new Date(Date.now() + this.settings.deliveryLeaseMs).toISOString();
-    const claimed = await claimDue(this.database, at, leaseUntil, { limit: free, perStream: cap, running: this.perStream });
-    const release: Claimed[] = [];
+    // The claim leaves each stream only the room its cap leaves next to this worker's sends in flight.
+    const claimed = await claimDue(this.database, now(), leaseUntil, {
+      limit: free, perStream: this.settings.deliveryPerStreamConcurrency, running: this.perStream,
+    });
+    // Stopped while claiming: nothing more starts.
+    if (this.loop.stopped) {
+      if (claimed.length > 0) await releaseClaims(this.database, claimed);
+      return;
+    }
     for (const claim of claimed) {
-      const running = this.perStream.get(claim.stream_id) ?? 0;
-      if (running >= cap || this.loop.stopped) {
-        release.push(claim);
-        continue;
-      }
-      this.perStream.set(claim.stream_id, running + 1);
+      this.perStream.set(claim.stream_id, (this.perStream.get(claim.stream_id) ?? 0) + 1);
       this.loop.track(this.deliver(claim), () => {
         const left = (this.perStream.get(claim.stream_id) ?? 1) - 1;
         if (left <= 0) this.perStream.delete(claim.stream_id);
@@ -140,48 +138,49 @@ export class DeliveryWorker {
         this.loop.wake();
       });
     }
-    if (release.length > 0) await releaseClaims(this.database, release);
   }
 
   private async deliver(claim: Claimed): Promise<void> {
-    const target = this.target(claim);
-    const signingKeys = this.streams.signingKeys(claim.signing_secrets);
+    const { target, signing } = this.target(claim);
+    // Signed with the secrets still signing now, newest first (none: unsigned).
+    const signingKeys = live(signing, now()).map(signingKey);
     const sent = await this.sender.send({ ...target, signingKeys }, envelope({ ...claim, id: claim.event_id }, claim.stream_id));
     this.finished.push(this.outcome(claim, sent));
   }
 
-  /** The stream's endpoint and header, opened (JSON, sealed secret) once per version of the stream. */
-  private target(claim: Claimed): WebhookTarget {
+  /** The stream's endpoint, header and signing secrets, opened (JSON, sealed secrets) once per version of the stream. */
+  private target(claim: Claimed): CachedTarget {
     const cached = this.targets.get(claim.stream_id);
-    if (cached && cached.destination === claim.destination && cached.secret === claim.secret) return cached.target;
+    if (cached && cached.destination === claim.destination && cached.secret === claim.secret && cached.signing_secrets === claim.signing_secrets) {
+      return cached;
+    }
     const destination = JSON.parse(claim.destination) as PublicDestination;
     const auth = destination.configuration.webhook_authorization;
     const header = authHeader(auth.method ?? '', auth, this.streams.openSecret(claim.secret));
-    const target: WebhookTarget = { endpoint: destination.configuration.webhook_endpoint, ...(header ? { header } : {}) };
+    const opened: CachedTarget = {
+      destination: claim.destination,
+      secret: claim.secret,
+      signing_secrets: claim.signing_secrets,
+      target: { endpoint: destination.configuration.webhook_endpoint, ...(header ? { header } : {}) },
+      signing: this.streams.openSigning(claim.signing_secrets),
+    };
     if (this.targets.size >= TARGET_CACHE_LIMIT) this.targets.clear();
-    this.targets.set(claim.stream_id, { destination: claim.destination, secret: claim.secret, target });
-    return target;
+    this.targets.set(claim.stream_id, opened);
+    return opened;
   }
 
   private outcome(claim: Claimed, sent: SendOutcome): Outcome {
     const at = now();
     const attempt = claim.attempt_count + 1;
-    const schedule = this.settings.deliveryRetryScheduleMs;
-    let status: Outcome['status'];
-    let nextAt = at;
-    if (sent.kind === 'delivered') status = 'delivered';
-    else if (sent.kind === 'rejected' || attempt > schedule.length) status = 'failed';
-    else {
-      status = 'pending';
-      nextAt = new Date(Date.now() + schedule[attempt - 1]!).toISOString();
-    }
+    const retryAt = sent.kind === 'retryable' ? nextAttemptAt(this.settings.deliveryRetryScheduleMs, attempt) : undefined;
+    const status: Outcome['status'] = sent.kind === 'delivered' ? 'delivered' : retryAt !== undefined ? 'pending' : 'failed';
     return {
       stream_id: claim.stream_id,
       event_id: claim.event_id,
       lease: claim.claimed_until,
       status,
       attempt_count: attempt,
-      next_attempt_at: nextAt,
+      next_attempt_at: retryAt ?? at,
       at,
       seq: claim.attempt_seq + 1,
       attempt_status: sent.kind === 'delivered' ? 'delivered' : 'failed',

@@ -1,14 +1,11 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { secretMatches } from '../secret-hash.ts';
 import { ApiError } from './errors.ts';
 
 /**
  * The `cname-api-key` header: the operator's proxy in front of a self-managed custom domain proves with
- * it that the request came through that proxy. Only the key's SHA-256 is stored; the key is 512 random
- * bits, so a plain hash is as strong as a slow one.
+ * it that the request came through that proxy. Only the key's hash is stored (see secret-hash.ts).
  */
 export const CNAME_API_KEY_HEADER = 'cname-api-key';
-
-export const hashCnameApiKey = (key: string): string => createHash('sha256').update(key).digest('hex');
 
 /**
  * Refuses a request to a self-managed custom domain unless it carries the domain's key. `hash` is
@@ -22,10 +19,7 @@ export function checkCnameApiKey(domain: string, hash: string | null, header: st
   if (hash === null) {
     throw refused(`The self-managed custom domain ${domain} has no ${CNAME_API_KEY_HEADER} yet: verify the domain to receive it`);
   }
-  const key = Array.isArray(header) ? undefined : header;
-  const given = key === undefined ? undefined : Buffer.from(hashCnameApiKey(key), 'hex');
-  const expected = Buffer.from(hash, 'hex');
-  if (given === undefined || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+  if (Array.isArray(header) || !secretMatches(hash, header)) {
     throw refused(`Invalid ${CNAME_API_KEY_HEADER} header for the self-managed custom domain ${domain}`);
   }
 }

@@ -36,7 +36,7 @@ const messageOf = (email: OutgoingEmail) => ({
 });
 
 /** `smtp://user:***@host:port`: the password never reaches a log or a terminal. */
-export function describeSmtpUrl(smtpUrl: string): string {
+function describeSmtpUrl(smtpUrl: string): string {
   try {
     const url = new URL(smtpUrl);
     if (url.password !== '') url.password = '***';

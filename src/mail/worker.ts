@@ -1,4 +1,5 @@
 import { PollingLoop } from '../background/polling-loop.ts';
+import { nextAttemptAt } from '../background/retry-schedule.ts';
 import type { Config } from '../config.ts';
 import { claimDueRows, type LeasedTable } from '../db/claim-due.ts';
 import type { Database } from '../db/database.ts';
@@ -88,16 +89,15 @@ export class MailWorker {
   private async finish(email: Claimed, leaseUntil: string, outcome: MailOutcome): Promise<void> {
     const at = now();
     const attempt = email.attempt_count + 1;
-    const schedule = this.settings.mailRetryScheduleMs;
-    const retry = outcome.kind === 'retryable' && attempt <= schedule.length;
-    const status = outcome.kind === 'sent' ? 'sent' : retry ? 'pending' : 'failed';
+    const retryAt = outcome.kind === 'retryable' ? nextAttemptAt(this.settings.mailRetryScheduleMs, attempt) : undefined;
+    const status = outcome.kind === 'sent' ? 'sent' : retryAt !== undefined ? 'pending' : 'failed';
     // Only the holder of the lease records the outcome; a sent email keeps no copy of its link.
     await this.database.db
       .updateTable('email_outbox')
       .set({
         status,
         attempt_count: attempt,
-        next_attempt_at: retry ? new Date(Date.now() + schedule[attempt - 1]!).toISOString() : at,
+        next_attempt_at: retryAt ?? at,
         claimed_until: null,
         last_error: outcome.kind === 'sent' ? null : outcome.error,
         updated_at: at,

@@ -1,8 +1,9 @@
-import { X509Certificate, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { X509Certificate, createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import forge from 'node-forge';
+import { certificateAuthorityFiles } from './dev-ca-files.ts';
 
 export interface PemPair {
   cert: string;
@@ -25,8 +26,6 @@ const DEFAULT_HOSTNAMES = ['localhost', '127.0.0.1', '::1'];
 const BACKDATE_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-const CA_CERT_FILE = 'ca.pem';
-const CA_KEY_FILE = 'ca-key.pem';
 const SERVER_CERT_FILE = 'server.pem';
 const SERVER_KEY_FILE = 'server-key.pem';
 
@@ -38,16 +37,12 @@ interface ForgeKeyPair {
 
 // forge's pure-JS prime search takes seconds per key; OpenSSL takes milliseconds.
 function generateRsaKeyPair(): ForgeKeyPair {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', {
+  const { privateKey } = generateKeyPairSync('rsa', {
     modulusLength: 2048,
     publicKeyEncoding: { type: 'spki', format: 'pem' },
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
   });
-  return {
-    keyPem: privateKey,
-    privateKey: forge.pki.privateKeyFromPem(privateKey) as forge.pki.rsa.PrivateKey,
-    publicKey: forge.pki.publicKeyFromPem(publicKey) as forge.pki.rsa.PublicKey,
-  };
+  return rsaKeyPairFromPem(privateKey);
 }
 
 // DER INTEGERs are signed and must be minimally encoded: forcing the top byte into
@@ -111,17 +106,10 @@ function subjectKeyIdentifierBytes(cert: forge.pki.Certificate): string {
   return cert.generateSubjectKeyIdentifier().getBytes();
 }
 
-/** A forge key pair from an RSA private key in PEM (PKCS#1 or PKCS#8). */
+/** A forge key pair from an RSA private key in PKCS#8 PEM (as OpenSSL generates it). */
 function rsaKeyPairFromPem(keyPem: string): ForgeKeyPair {
-  const key = createPrivateKey(keyPem);
-  if (key.asymmetricKeyType !== 'rsa') throw new TypeError('the leaf key must be an RSA key');
-  const pkcs8 = key.export({ type: 'pkcs8', format: 'pem' }) as string;
-  const publicPem = createPublicKey(key).export({ type: 'spki', format: 'pem' }) as string;
-  return {
-    keyPem: pkcs8,
-    privateKey: forge.pki.privateKeyFromPem(pkcs8) as forge.pki.rsa.PrivateKey,
-    publicKey: forge.pki.publicKeyFromPem(publicPem) as forge.pki.rsa.PublicKey,
-  };
+  const privateKey = forge.pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey;
+  return { keyPem, privateKey, publicKey: forge.pki.setRsaPublicKey(privateKey.n, privateKey.e) };
 }
 
 /**
@@ -177,11 +165,6 @@ function readIfExists(file: string): string | undefined {
   }
 }
 
-/** Where `dev-cert` writes the CA in a directory (DATA_DIR/tls by default). */
-export function certificateAuthorityFiles(dir: string): { certFile: string; keyFile: string } {
-  return { certFile: path.join(dir, CA_CERT_FILE), keyFile: path.join(dir, CA_KEY_FILE) };
-}
-
 /** The CA in these two files; undefined when either is missing. */
 export function loadCertificateAuthorityFiles(certFile: string, keyFile: string): PemPair | undefined {
   const cert = readIfExists(certFile);
@@ -225,9 +208,10 @@ export function writeDevelopmentCertificates(
   hostnames: string[] = DEFAULT_HOSTNAMES,
 ): DevelopmentCertificateFiles {
   fs.mkdirSync(dir, { recursive: true });
+  const caFiles = certificateAuthorityFiles(dir);
   const files: DevelopmentCertificateFiles = {
-    caCertFile: path.join(dir, CA_CERT_FILE),
-    caKeyFile: path.join(dir, CA_KEY_FILE),
+    caCertFile: caFiles.certFile,
+    caKeyFile: caFiles.keyFile,
     certFile: path.join(dir, SERVER_CERT_FILE),
     keyFile: path.join(dir, SERVER_KEY_FILE),
   };

@@ -9,7 +9,6 @@ import { SMTPServer } from 'smtp-server';
 export interface SmtpReceiver {
   /** `smtp://[user:pass@]127.0.0.1:<port>`, for SMTP_URL. */
   url: string;
-  messages: ParsedMail[];
   /** Messages refused so far (whatever the code). */
   refusedCount(): number;
   /** Refuses the next `count` messages at DATA with `code` (4xx: try later; 5xx: never). */
@@ -62,7 +61,6 @@ export async function startSmtpReceiver(credentials?: { user: string; pass: stri
 
   return {
     url: `smtp://${auth}127.0.0.1:${port}`,
-    messages,
     refusedCount: () => refused,
     refuseNext(count, code, message) {
       refusals = { count, code, message };

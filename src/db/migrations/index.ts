@@ -8,6 +8,7 @@ import * as eventStreamSigningAndTail from './006_event_stream_signing_and_tail.
 import * as customDomainRechecks from './007_custom_domain_rechecks.ts';
 import * as customDomainCertificates from './008_custom_domain_certificates.ts';
 import * as emails from './009_emails.ts';
+import * as ticketUserIndex from './010_ticket_user_index.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '007_custom_domain_rechecks': customDomainRechecks,
   '008_custom_domain_certificates': customDomainCertificates,
   '009_emails': emails,
+  '010_ticket_user_index': ticketUserIndex,
 };

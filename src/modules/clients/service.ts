@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hashSecret, secretMatches } from '../../secret-hash.ts';
 import type { Database } from '../../db/database.ts';
 import { now } from '../../db/database.ts';
 import { newId } from '../../ids.ts';
@@ -15,8 +15,6 @@ export interface CreatedClient extends Client {
   /** Shown once, at creation; only its hash is stored. */
   clientSecret: string;
 }
-
-const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('hex');
 
 /** Machine-to-machine clients and their grants on the tenant's Management API. */
 export class ClientService {
@@ -74,9 +72,7 @@ export class ClientService {
       .where('client_id', '=', clientId)
       .executeTakeFirst();
     if (!row) return undefined;
-    const expected = Buffer.from(row.secret_hash, 'hex');
-    const given = Buffer.from(hashSecret(secret), 'hex');
-    if (!timingSafeEqual(expected, given)) return undefined;
+    if (!secretMatches(row.secret_hash, secret)) return undefined;
     return { clientId: row.client_id, tenantId: row.tenant_id, name: row.name, scopes: JSON.parse(row.scopes) };
   }
 }

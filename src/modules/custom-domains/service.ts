@@ -3,12 +3,11 @@ import type { Selectable } from 'kysely';
 import type { Database, Tx } from '../../db/database.ts';
 import { now, uniqueOr } from '../../db/database.ts';
 import type { CustomDomainsTable } from '../../db/schema.ts';
-import { hashCnameApiKey } from '../../http/cname-api-key.ts';
+import { hashSecret } from '../../secret-hash.ts';
 import { ApiError, badRequest, conflict } from '../../http/errors.ts';
 import { newId } from '../../ids.ts';
 import type { Tenant, TenantHost, TenantService } from '../tenants/service.ts';
 import type { CreateCustomDomainBody, ListCustomDomainsQuery, UpdateCustomDomainBody } from './schema.ts';
-import { UPLOADED } from './certificates.ts';
 import type { ClaimedCheck } from './rechecks.ts';
 import { txtRecordName, type Check, type DomainVerifier } from './verification.ts';
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
@@ -35,6 +34,14 @@ export interface CustomDomain {
   created_at: string;
   relying_party_identifier?: string;
   cname_api_key?: string;
+}
+
+/** A custom domain as choosing an email's domain sees it. */
+export interface EmailDomain {
+  domain: string;
+  status: CustomDomainsTable['status'];
+  domain_metadata: Record<string, string>;
+  is_default: boolean;
 }
 
 export const customDomainNotFound = (id: string) =>
@@ -196,7 +203,7 @@ export class CustomDomainService {
           relying_party_identifier: input.relying_party_identifier?.toLowerCase() ?? null,
           cname_api_key_hash: null,
           created_at: createdAt,
-          next_check_at: new Date(Date.parse(createdAt) + Math.min(this.settings.recheckInitialMs, this.settings.recheckMaxMs)).toISOString(),
+          next_check_at: new Date(Date.parse(createdAt) + this.recheckDelay(0)).toISOString(),
           check_count: 0,
           check_claimed_until: null,
         };
@@ -334,7 +341,7 @@ export class CustomDomainService {
       }
       if (awaitsApiKey(changed)) {
         apiKey = randomBytes(64).toString('hex');
-        changed = { ...changed, cname_api_key_hash: hashCnameApiKey(apiKey) };
+        changed = { ...changed, cname_api_key_hash: hashSecret(apiKey) };
       }
       await trx
         .updateTable('custom_domains')
@@ -366,8 +373,9 @@ export class CustomDomainService {
     const at = new Date();
     const verdict = this.verdict({ status: 'pending_verification', created_at: claim.created_at }, check, at);
     const deadline = Date.parse(claim.created_at) + this.settings.verifyWindowMs;
-    const delay = Math.min(this.settings.recheckInitialMs * 2 ** (claim.check_count + 1), this.settings.recheckMaxMs);
-    const next = verdict.status === 'pending_verification' ? new Date(Math.min(at.getTime() + delay, deadline)).toISOString() : null;
+    const next = verdict.status === 'pending_verification'
+      ? new Date(Math.min(at.getTime() + this.recheckDelay(claim.check_count + 1), deadline)).toISOString()
+      : null;
     const result = await this.database.db
       .updateTable('custom_domains')
       .set({ ...verdict, next_check_at: next, check_count: claim.check_count + 1, check_claimed_until: null })
@@ -379,6 +387,11 @@ export class CustomDomainService {
       this.tenants.forget();
       for (const listener of this.readyListeners) listener(claim.domain);
     }
+  }
+
+  /** Wait before background check number `checkCount` (0 the first): the initial delay, doubled after each, up to the maximum. */
+  private recheckDelay(checkCount: number): number {
+    return Math.min(this.settings.recheckInitialMs * 2 ** checkCount, this.settings.recheckMaxMs);
   }
 
   private check(row: Pick<Row, 'type' | 'domain' | 'verification_record'>): Promise<Check> {
@@ -437,9 +450,8 @@ export class CustomDomainService {
     const found = await this.database.db
       .selectFrom('custom_domains')
       .innerJoin('tenants', 'tenants.id', 'custom_domains.tenant_id')
-      .leftJoin('custom_domain_certificates as certificates', (join) =>
-        join.onRef('certificates.custom_domain_id', '=', 'custom_domains.id').on('certificates.source', '=', UPLOADED),
-      )
+      // Only self-managed domains read `uploaded`, and the server issues certificates only for svc-managed ones.
+      .leftJoin('custom_domain_certificates as certificates', 'certificates.custom_domain_id', 'custom_domains.id')
       .select([
         'tenants.id as id',
         'tenants.domain as tenant_domain',
@@ -456,6 +468,28 @@ export class CustomDomainService {
     // The server terminates TLS for svc-managed domains; self-managed ones are reached through the operator's proxy.
     if (found.type !== 'self_managed_certs') return tenantHost;
     return { ...tenantHost, cnameApiKeyHash: found.cname_api_key_hash, uploadedCertificate: found.uploaded !== null };
+  }
+
+  /** What choosing an email's domain reads of each of the tenant's custom domains, with which one is the default, in one query. */
+  async emailDomains(tenantId: string): Promise<EmailDomain[]> {
+    const rows = await this.database.db
+      .selectFrom('custom_domains')
+      .leftJoin('custom_domain_defaults as defaults', 'defaults.custom_domain_id', 'custom_domains.id')
+      .select([
+        'custom_domains.domain as domain',
+        'custom_domains.status as status',
+        'custom_domains.domain_metadata as domain_metadata',
+        'defaults.custom_domain_id as default_id',
+      ])
+      .where('custom_domains.tenant_id', '=', tenantId)
+      .orderBy('custom_domains.domain')
+      .execute();
+    return rows.map((r) => ({
+      domain: r.domain,
+      status: r.status,
+      domain_metadata: r.domain_metadata === null ? {} : (JSON.parse(r.domain_metadata) as Record<string, string>),
+      is_default: r.default_id !== null,
+    }));
   }
 
   /** Domains provider for the tenant service: the tenant's ready custom domains. */

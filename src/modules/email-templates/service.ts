@@ -10,7 +10,7 @@ import type { CreateEmailTemplateBody, EmailTemplate, TemplateName, UpdateEmailT
  * The template every tenant starts with. It does not use `custom_domain.domain`, so its text is the
  * same on every domain; only the link in it follows the domain the email is sent for.
  */
-export const DEFAULT_VERIFY_EMAIL: EmailTemplate = {
+const DEFAULT_VERIFY_EMAIL: EmailTemplate = {
   template: 'verify_email',
   body: [
     '<html>',

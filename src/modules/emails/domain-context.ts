@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ApiError, conflict } from '../../http/errors.ts';
-import type { CustomDomain, CustomDomainService } from '../custom-domains/service.ts';
+import type { CustomDomainService, EmailDomain } from '../custom-domains/service.ts';
 import { HOSTNAME_PATTERN } from '../custom-domains/schema.ts';
 import type { Tenant } from '../tenants/service.ts';
 
@@ -24,7 +24,7 @@ export type CustomDomainHeaders = Static<typeof CustomDomainHeaders>;
 const unknownDomain = () => new ApiError(400, 'The custom domain does not exist for the tenant.', 'inexistent_custom_domain');
 const ambiguous = () => conflict('The tenant has multiple verified custom domains.', 'custom_domain_conflict');
 
-const contextOf = (record: CustomDomain): DomainContext => ({ domain: record.domain, domain_metadata: record.domain_metadata ?? {} });
+const contextOf = (record: EmailDomain): DomainContext => ({ domain: record.domain, domain_metadata: record.domain_metadata });
 
 /**
  * The request's domain context (spec 4.6 rule 4):
@@ -42,14 +42,14 @@ export async function resolveDomainContext(customDomains: CustomDomainService, t
   const requested = ours ?? original;
   const canonical: DomainContext = { domain: tenant.domain, domain_metadata: {} };
   if (requested === tenant.domain) return canonical;
-  const records = (await customDomains.list(tenant.id, {})) as CustomDomain[];
+  const records = await customDomains.emailDomains(tenant.id);
   const ready = records.filter((record) => record.status === 'ready');
   if (requested !== undefined) {
     const chosen = ready.find((record) => record.domain === requested);
     if (!chosen) throw unknownDomain();
     return contextOf(chosen);
   }
-  const chosenDefault = records.find((record) => record.is_default === true);
+  const chosenDefault = records.find((record) => record.is_default);
   if (!chosenDefault) return canonical;
   if (chosenDefault.status === 'ready') return contextOf(chosenDefault);
   if (ready.length > 1) throw ambiguous();

@@ -1,4 +1,5 @@
 import type { Tx } from '../../db/database.ts';
+import { ApiError } from '../../http/errors.ts';
 import { queueEmail } from '../../mail/outbox.ts';
 import type { SecretBox } from '../../secret-box.ts';
 import type { CustomDomainService } from '../custom-domains/service.ts';
@@ -7,16 +8,26 @@ import type { EmailTemplate } from '../email-templates/schema.ts';
 import type { EmailTemplateService } from '../email-templates/service.ts';
 import type { Tenant } from '../tenants/service.ts';
 import type { TicketService } from '../tickets/service.ts';
-import type { CreateUserInput } from '../users/service.ts';
+import type { CreateUserInput, UserWrite } from '../users/service.ts';
 import type { User } from '../users/user.ts';
 import { resolveDomainContext, type CustomDomainHeaders, type DomainContext } from './domain-context.ts';
 
 /** The user as the template sees it, and as the email is addressed. */
 export type Recipient = Pick<User, 'user_id'> & { email: string } & Record<string, unknown>;
 
+/** The user's email address: without one there is nothing to verify, a 400. */
+export function requireEmail(user: Record<string, unknown>): string {
+  if (typeof user.email !== 'string') throw new ApiError(400, 'The user does not have an email address.', 'invalid_body');
+  return user.email;
+}
+
+/** What a prepared email writes in the caller's transaction: its ticket and its outbox row; yields the outbox id. */
+export type EmailWrite = (trx: Tx) => Promise<string>;
+
 /**
- * Verification emails: a ticket link on the request's domain, the tenant's verify_email template
- * rendered with it, and the email queued in the outbox — all in the caller's transaction.
+ * Verification emails: a ticket link on the request's domain and the tenant's verify_email template
+ * rendered with it, before any transaction opens; then the ticket and the email in the outbox, in the
+ * caller's transaction.
  */
 export class VerificationEmailService {
   constructor(
@@ -38,22 +49,20 @@ export class VerificationEmailService {
   }
 
   /**
-   * POST /users: what runs in the new user's transaction to queue its verification email, or undefined
-   * when none goes out. As the original: `verify_email` decides when given; otherwise an email goes
-   * out unless `email_verified` is true.
+   * POST /users: given the user about to be created, renders its verification email and returns what
+   * queues it in the user's transaction; undefined when none goes out. As the original: `verify_email`
+   * decides when given; otherwise an email goes out unless `email_verified` is true.
    */
-  async forNewUser(tenant: Tenant, input: CreateUserInput, context: DomainContext): Promise<((trx: Tx, user: User) => Promise<void>) | undefined> {
+  async forNewUser(tenant: Tenant, input: CreateUserInput, context: DomainContext): Promise<((user: User) => Promise<UserWrite | undefined>) | undefined> {
     if (!(input.verify_email ?? (input.email_verified !== true))) return undefined;
     const template = await this.template(tenant.id);
     if (!template) return undefined;
-    return async (trx, user) => {
-      if (typeof user.email === 'string') await this.queue(trx, tenant, { ...user, email: user.email }, template, context);
-    };
+    return async (user) => (typeof user.email === 'string' ? this.prepare(tenant, { ...user, email: user.email }, template, context) : undefined);
   }
 
-  /** Queues one verification email in `trx`; returns the outbox id. */
-  async queue(trx: Tx, tenant: Tenant, user: Recipient, template: EmailTemplate, context: DomainContext): Promise<string> {
-    const url = await this.tickets.issue(trx, {
+  /** Renders one verification email, outside any transaction; the returned write stores its ticket and queues it. */
+  async prepare(tenant: Tenant, user: Recipient, template: EmailTemplate, context: DomainContext): Promise<EmailWrite> {
+    const ticket = this.tickets.newTicket({
       tenantId: tenant.id,
       userId: user.user_id,
       email: user.email,
@@ -62,15 +71,19 @@ export class VerificationEmailService {
       ttlSeconds: template.urlLifetimeInSeconds,
       includeEmailInRedirect: template.includeEmailInRedirect,
     });
-    const variables = { user, url, tenant: tenant.id, custom_domain: context };
+    const variables = { user, url: ticket.url, tenant: tenant.id, custom_domain: context };
     const host = context.domain.replace(/:\d+$/, '');
-    return queueEmail(trx, this.secretBox, {
+    const email = {
       tenantId: tenant.id,
       template: template.template,
       to: user.email,
       from: template.from !== undefined ? await renderTemplate('from', template.from, variables) : (this.settings.mailFrom ?? `no-reply@${host}`),
       subject: await renderTemplate('subject', template.subject, variables),
       html: await renderTemplate('body', template.body, variables),
-    });
+    };
+    return async (trx) => {
+      await this.tickets.store(trx, ticket);
+      return queueEmail(trx, this.secretBox, email);
+    };
   }
 }

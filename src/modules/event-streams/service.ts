@@ -1,6 +1,6 @@
 import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import type { Database, Tx } from '../../db/database.ts';
-import { now, nowAfter, uniqueOr } from '../../db/database.ts';
+import { insertInSlices, now, nowAfter, uniqueOr } from '../../db/database.ts';
 import type { DeliveriesTable, DeliveryAttemptsTable, EventsTable, EventStreamsTable, Schema } from '../../db/schema.ts';
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 import { ApiError, badRequest, conflict } from '../../http/errors.ts';
@@ -12,7 +12,7 @@ import type {
   Authorization, CreateSigningSecretBody, CreateStreamBody, DeliveriesQuery, Destination, EventType, RedeliverBody,
   SigningSecretCreated, SigningSecretList, TestBody, UpdateStreamBody,
 } from './schema.ts';
-import { live, newSigningSecret, rotate, signingKey, without, withoutSecret, type StoredSigningSecret } from './signing-secrets.ts';
+import { live, newSigningSecret, rotate, without, withoutSecret, type StoredSigningSecret } from './signing-secrets.ts';
 
 export interface EventStream {
   id: string;
@@ -67,9 +67,6 @@ export interface EventInput {
   type: string;
   data: unknown;
 }
-
-/** Rows a multi-row insert of events or deliveries carries: 10 columns a row at the most. */
-const ROWS_PER_INSERT = 1000;
 
 /** Sample payload of test events sent without `data`. */
 function sampleData(type: string): unknown {
@@ -314,12 +311,8 @@ export class EventStreamService {
     if (updated.numUpdatedRows === 0n) throw streamNotFound();
   }
 
-  /** The HMAC keys a delivery is signed with, newest first (none: unsigned): for the delivery worker only. */
-  signingKeys(sealed: string | null): Buffer[] {
-    return live(this.openSigning(sealed), now()).map(signingKey);
-  }
-
-  private openSigning(sealed: string | null): StoredSigningSecret[] {
+  /** A stream's stored signing secrets, newest first, expired ones included (see `live`); none: unsigned. */
+  openSigning(sealed: string | null): StoredSigningSecret[] {
     return sealed === null ? [] : (JSON.parse(this.secretBox.open(sealed)) as StoredSigningSecret[]);
   }
 
@@ -374,13 +367,8 @@ export class EventStreamService {
       }
     }
     if (events.length === 0) return;
-    // In slices, to stay under the bound parameters a statement may carry (SQLite 32,766; PostgreSQL 65,535).
-    for (let i = 0; i < events.length; i += ROWS_PER_INSERT) {
-      await trx.insertInto('events').values(events.slice(i, i + ROWS_PER_INSERT)).execute();
-    }
-    for (let i = 0; i < deliveries.length; i += ROWS_PER_INSERT) {
-      await trx.insertInto('deliveries').values(deliveries.slice(i, i + ROWS_PER_INSERT)).execute();
-    }
+    await insertInSlices(trx, 'events', events);
+    await insertInSlices(trx, 'deliveries', deliveries);
     await this.queued(trx);
   }
 

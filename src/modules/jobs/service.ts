@@ -4,7 +4,7 @@ import type { EmailOutboxTable } from '../../db/schema.ts';
 import { ApiError } from '../../http/errors.ts';
 import { newId } from '../../ids.ts';
 import type { DomainContext } from '../emails/domain-context.ts';
-import type { VerificationEmailService } from '../emails/service.ts';
+import { requireEmail, type VerificationEmailService } from '../emails/service.ts';
 import type { Tenant } from '../tenants/service.ts';
 import type { UserService } from '../users/service.ts';
 import type { Job, VerificationEmailJobBody } from './schema.ts';
@@ -23,13 +23,13 @@ export class JobService {
 
   async createVerificationEmail(tenant: Tenant, body: VerificationEmailJobBody, context: DomainContext): Promise<Job> {
     const user = await this.users.get(tenant.id, body.user_id, { fields: [], includeFields: true, withIdpTokens: false });
-    const email = user.email;
-    if (typeof email !== 'string') throw new ApiError(400, 'The user does not have an email address.', 'invalid_body');
+    const email = requireEmail(user);
     const template = await this.verificationEmails.template(tenant.id);
     if (!template) throw new ApiError(400, 'The verify_email template is disabled.', 'operation_not_supported');
     const job: Job = { status: 'pending', type: 'verification_email', created_at: now(), id: newId.job() };
+    const queue = await this.verificationEmails.prepare(tenant, { ...user, user_id: body.user_id, email }, template, context);
     await this.database.db.transaction().execute(async (trx) => {
-      const emailId = await this.verificationEmails.queue(trx, tenant, { ...user, user_id: body.user_id, email }, template, context);
+      const emailId = await queue(trx);
       await trx.insertInto('jobs').values({ id: job.id, tenant_id: tenant.id, type: job.type, email_id: emailId, created_at: job.created_at }).execute();
     });
     return job;

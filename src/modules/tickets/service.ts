@@ -1,9 +1,13 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import type { Insertable } from 'kysely';
 import type { Database, Tx } from '../../db/database.ts';
-import { now } from '../../db/database.ts';
-import { ApiError, notFound } from '../../http/errors.ts';
+import { isForeignKeyViolation, now } from '../../db/database.ts';
+import type { EmailVerificationTicketsTable } from '../../db/schema.ts';
+import { notFound } from '../../http/errors.ts';
+import { hashSecret } from '../../secret-hash.ts';
 import { DEFAULT_LINK_LIFETIME_SECONDS } from '../email-templates/schema.ts';
 import type { DomainContext } from '../emails/domain-context.ts';
+import { requireEmail } from '../emails/service.ts';
 import type { Tenant } from '../tenants/service.ts';
 import type { UserService } from '../users/service.ts';
 import type { EmailVerificationTicketBody } from './schema.ts';
@@ -22,18 +26,16 @@ export interface TicketInput {
   includeEmailInRedirect: boolean;
 }
 
+/** A new ticket: its link, and the row that makes the link work once `store` writes it. */
+export interface NewTicket {
+  url: string;
+  row: Insertable<EmailVerificationTicketsTable>;
+}
+
 export type Redemption =
   | { kind: 'verified'; resultUrl: string | null; email: string; includeEmailInRedirect: boolean }
   | { kind: 'used' | 'expired'; resultUrl: string | null }
   | { kind: 'invalid' };
-
-const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
-
-/** A foreign-key violation, in either dialect: here, a user deleted between its lookup and the insert. */
-function isForeignKeyViolation(error: unknown): boolean {
-  const code = (error as { code?: string } | null)?.code;
-  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
-}
 
 /**
  * Email-verification tickets. The link carries 256 random bits; only their SHA-256 is stored, so the
@@ -46,49 +48,56 @@ export class TicketService {
     private readonly users: UserService,
   ) {}
 
-  /** Stores a ticket in the caller's transaction and returns its link. */
-  async issue(trx: Tx, input: TicketInput): Promise<string> {
+  /**
+   * A new ticket, not yet stored: its link is known before any transaction opens, so an email can be
+   * rendered with it outside the write.
+   */
+  newTicket(input: TicketInput): NewTicket {
     const ticket = randomBytes(32).toString('base64url');
     const at = now();
     const lifetime = input.ttlSeconds || DEFAULT_LINK_LIFETIME_SECONDS;
+    return {
+      url: `https://${input.domain}${VERIFICATION_PATH}?ticket=${ticket}`,
+      row: {
+        ticket_hash: hashSecret(ticket),
+        tenant_id: input.tenantId,
+        user_id: input.userId,
+        email: input.email,
+        result_url: input.resultUrl ?? null,
+        include_email_in_redirect: input.includeEmailInRedirect ? 1 : 0,
+        expires_at: new Date(Date.parse(at) + lifetime * 1000).toISOString(),
+        used_at: null,
+        created_at: at,
+      },
+    };
+  }
+
+  /** Stores a ticket in the caller's transaction: from then on its link works. */
+  async store(trx: Tx, ticket: NewTicket): Promise<void> {
     try {
-      await trx
-        .insertInto('email_verification_tickets')
-        .values({
-          ticket_hash: sha256(ticket),
-          tenant_id: input.tenantId,
-          user_id: input.userId,
-          email: input.email,
-          result_url: input.resultUrl ?? null,
-          include_email_in_redirect: input.includeEmailInRedirect ? 1 : 0,
-          expires_at: new Date(Date.parse(at) + lifetime * 1000).toISOString(),
-          used_at: null,
-          created_at: at,
-        })
-        .execute();
+      await trx.insertInto('email_verification_tickets').values(ticket.row).execute();
     } catch (error) {
+      // A user deleted between its lookup and this insert.
       if (isForeignKeyViolation(error)) throw notFound.user();
       throw error;
     }
-    return `https://${input.domain}${VERIFICATION_PATH}?ticket=${ticket}`;
   }
 
   /** POST /tickets/email-verification: a link on the request's domain, nothing sent. */
   async create(tenant: Tenant, body: EmailVerificationTicketBody, context: DomainContext): Promise<{ ticket: string }> {
     const user = await this.users.get(tenant.id, body.user_id, { fields: ['email'], includeFields: true, withIdpTokens: false });
-    if (typeof user.email !== 'string') throw new ApiError(400, 'The user does not have an email address.', 'invalid_body');
-    const ticket = await this.database.db.transaction().execute((trx) =>
-      this.issue(trx, {
-        tenantId: tenant.id,
-        userId: body.user_id,
-        email: user.email as string,
-        domain: context.domain,
-        resultUrl: body.result_url,
-        ttlSeconds: body.ttl_sec,
-        includeEmailInRedirect: body.includeEmailInRedirect ?? true,
-      }),
-    );
-    return { ticket };
+    const email = requireEmail(user);
+    const ticket = this.newTicket({
+      tenantId: tenant.id,
+      userId: body.user_id,
+      email,
+      domain: context.domain,
+      resultUrl: body.result_url,
+      ttlSeconds: body.ttl_sec,
+      includeEmailInRedirect: body.includeEmailInRedirect ?? true,
+    });
+    await this.database.db.transaction().execute((trx) => this.store(trx, ticket));
+    return { ticket: ticket.url };
   }
 
   /** Following the link: its first use before expiry verifies the email and spends the ticket. */
@@ -97,7 +106,7 @@ export class TicketService {
       const row = await trx
         .selectFrom('email_verification_tickets')
         .selectAll()
-        .where('ticket_hash', '=', sha256(ticket))
+        .where('ticket_hash', '=', hashSecret(ticket))
         .where('tenant_id', '=', tenant.id)
         .$if(this.database.dialect === 'postgres', (q) => q.forUpdate())
         .executeTakeFirst();

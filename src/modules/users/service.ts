@@ -2,7 +2,7 @@ import { randomBytes, scrypt as scryptCallback, type BinaryLike, type ScryptOpti
 import type { Statement } from 'better-sqlite3';
 import type { Database, Tx } from '../../db/database.ts';
 import type { UsersTable } from '../../db/schema.ts';
-import { now, nowAfter, uniqueOr } from '../../db/database.ts';
+import { insertInSlices, now, nowAfter, uniqueOr } from '../../db/database.ts';
 import { ApiError, badRequest, conflict, notFound } from '../../http/errors.ts';
 import { newId } from '../../ids.ts';
 import type { SecretBox } from '../../secret-box.ts';
@@ -49,7 +49,7 @@ interface UserRow {
   idp_tokens: string | null;
 }
 
-export interface UserChange {
+interface UserChange {
   tenantId: string;
   type: 'user.created' | 'user.updated' | 'user.deleted';
   user: User;
@@ -61,14 +61,15 @@ export interface UserChange {
  */
 export type UserChangeListener = (trx: Tx, changes: readonly UserChange[]) => Promise<void>;
 
+/** What another module writes in a new user's insert transaction (its verification email), prepared before it opens. */
+export type UserWrite = (trx: Tx) => Promise<unknown>;
+
 const MIN_PASSWORD_LENGTH = 8;
 
 type ImportRow = UsersTable;
 const IMPORT_COLUMNS: ReadonlyArray<keyof ImportRow> = [
   'tenant_id', 'user_id', 'connection', 'email', 'document', 'idp_tokens', 'password_hash', 'created_at', 'updated_at',
 ];
-// 9 parameters a row stays well under PostgreSQL's 65535 bind parameters per statement.
-const POSTGRES_ROWS_PER_INSERT = 1000;
 
 export class UserService {
   private byEmailStatement: Statement<[string, string], UserRow> | undefined;
@@ -91,10 +92,11 @@ export class UserService {
   }
 
   /**
-   * `inTransaction` runs in the user's insert transaction with the new user, so what it writes (a
-   * verification email in the outbox) commits or rolls back with the user.
+   * `prepare` is given the new user before its insert transaction opens, to do its slow work (render
+   * a verification email) outside it; what it returns runs in that transaction, so what it writes
+   * (the email in the outbox) commits or rolls back with the user.
    */
-  async create(tenantId: string, input: CreateUserInput, inTransaction?: (trx: Tx, user: User) => Promise<void>): Promise<User> {
+  async create(tenantId: string, input: CreateUserInput, prepare?: (user: User) => Promise<UserWrite | undefined>): Promise<User> {
     const connection = await this.connections.byName(tenantId, input.connection);
     if (!connection) throw new ApiError(400, 'The connection does not exist.', 'inexistent_connection');
     if (!OWN_PROVIDER_ALIASES.has(connection.strategy)) {
@@ -112,6 +114,7 @@ export class UserService {
     const at = now();
     const user = buildUser(profile, [{ connection: connectionName, user_id: localId, provider: OWN_PROVIDER, isSocial: false }], userId, at);
     const passwordHash = await hashPassword(password);
+    const write = await prepare?.(user);
     await uniqueOr(
       this.database.db.transaction().execute(async (trx) => {
         await trx
@@ -129,7 +132,7 @@ export class UserService {
           })
           .execute();
         await this.changed(trx, [{ tenantId, type: 'user.created', user }]);
-        await inTransaction?.(trx, user);
+        await write?.(trx);
       }),
       () => conflict('The user already exists.', 'svc_idp_error'),
     );
@@ -258,9 +261,7 @@ export class UserService {
         );
         for (const { row } of imported) this.insertStatement.run(row);
       } else {
-        for (let i = 0; i < imported.length; i += POSTGRES_ROWS_PER_INSERT) {
-          await trx.insertInto('users').values(imported.slice(i, i + POSTGRES_ROWS_PER_INSERT).map((r) => r.row)).execute();
-        }
+        await insertInSlices(trx, 'users', imported.map((r) => r.row));
       }
       await this.changed(trx, imported.map(({ user }): UserChange => ({ tenantId, type: 'user.created', user })));
     });
