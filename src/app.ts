@@ -68,6 +68,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       ? { https: { ...options.https, SNICallback: services.customDomainCertificates.sniCallback } as FastifyHttpsOptions<never>['https'] }
       : {}),
     bodyLimit: config.bodyLimitBytes,
+    // request.ip, which anonymous rate limits count by, believes X-Forwarded-For only from these proxies.
+    trustProxy: config.trustProxy as boolean | string,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
     requestIdHeader: 'x-request-id',
     genReqId: () => newId.requestId(),
@@ -95,6 +97,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   registerRequestPipeline(app, {
     resolveTenant: (host) => services.tenants.resolve(host),
     rateLimiter: services.rateLimiter,
+    anonymousRateLimiter: services.anonymousRateLimiter,
     verifyToken: (tenant, token) => services.accessTokens.verify(tenant, token),
   });
 
@@ -118,9 +121,16 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       security: [{ bearerAuth: [] }, { oAuth2ClientCredentials: [] }],
     },
   });
-  await app.register(fastifySwaggerUi, { routePrefix: '/docs', staticCSP: true });
+  // The API reference is the server's own page, the same on every host: its routes are declared so.
+  await app.register(async (reference) => {
+    reference.addHook('onRoute', (route) => {
+      route.config = { ...route.config, public: true, tenantless: true };
+    });
+    await reference.register(fastifySwaggerUi, { routePrefix: '/docs', staticCSP: true });
+  });
 
-  app.get('/health', { schema: { hide: true } }, async (_request, reply) => {
+  const serverOwn = { public: true, tenantless: true } as const;
+  app.get('/health', { config: serverOwn, schema: { hide: true } }, async (_request, reply) => {
     try {
       await sql`select 1`.execute(services.database.db);
       return { status: 'ok' };
@@ -128,7 +138,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       return reply.code(503).send({ status: 'unavailable' });
     }
   });
-  app.get('/api/v2/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/api/v2/openapi.json', { config: serverOwn, schema: { hide: true } }, async () => app.swagger());
 
   for (const register of modules) await register(app, services);
   await app.ready();

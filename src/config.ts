@@ -29,6 +29,15 @@ export interface Config {
   tokenLifetimeSeconds: number;
   rateLimitSize: number;
   rateLimitPerSecond: number;
+  /** Requests without a valid token draw on a bucket per client address, never on the tenant's. */
+  anonymousRateLimitSize: number;
+  anonymousRateLimitPerSecond: number;
+  /** Failed client authentications at /oauth/token allowed per minute, per client id and address. */
+  tokenFailuresPerClientPerMinute: number;
+  /** Failed client authentications at /oauth/token allowed per minute from one address, whatever the client id. */
+  tokenFailuresPerAddressPerMinute: number;
+  /** Which proxies' X-Forwarded-For is believed for the client address (Fastify's trustProxy); false: none. */
+  trustProxy: boolean | number | string;
   bodyLimitBytes: number;
   logLevel: string;
   /** Event delivery: the outbox worker runs unless DELIVERY_WORKER=false. */
@@ -115,6 +124,37 @@ function allowedHosts(raw: string | undefined): string[] {
   return entries;
 }
 
+/** `TRUST_PROXY`: unset or false, true (any proxy), a hop count, or a comma list of proxy addresses and CIDRs. */
+function trustProxy(raw: string | undefined): boolean | number | string {
+  if (raw === undefined || raw === 'false' || raw === '0') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  const entries = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/');
+    const family = isIP(address ?? '');
+    const maxBits = family === 6 ? 128 : 32;
+    if (family === 0 || extra !== undefined || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= maxBits))) {
+      throw new ConfigError(`TRUST_PROXY entry "${entry}" must be an IP address or CIDR (or set TRUST_PROXY to true, false or a hop count)`);
+    }
+  }
+  return entries.join(',');
+}
+
+/** The bootstrap admin client holds every scope: a short secret could be guessed. */
+const MIN_BOOTSTRAP_SECRET_LENGTH = 32;
+
+function bootstrapSecret(env: Env): string | undefined {
+  const secret = text(env, 'BOOTSTRAP_CLIENT_SECRET');
+  if (secret !== undefined && secret.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
+    throw new ConfigError(
+      `BOOTSTRAP_CLIENT_SECRET must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters (it has ${secret.length}); ` +
+      'leave it unset to have a strong one generated',
+    );
+  }
+  return secret;
+}
+
 function flag(env: Env, name: string, fallback: boolean): boolean {
   const raw = text(env, name);
   if (raw === undefined) return fallback;
@@ -191,7 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: text(env, 'REDIS_URL'),
     tenantDomain: (text(env, 'TENANT_DOMAIN') ?? `localhost:${port}`).toLowerCase(),
     bootstrapClientId: text(env, 'BOOTSTRAP_CLIENT_ID'),
-    bootstrapClientSecret: text(env, 'BOOTSTRAP_CLIENT_SECRET'),
+    bootstrapClientSecret: bootstrapSecret(env),
     tlsCertFile,
     tlsKeyFile,
     customDomainCertSource: certSource,
@@ -203,6 +243,11 @@ export function loadConfig(env: Env = process.env): Config {
     tokenLifetimeSeconds: integer(env, 'TOKEN_LIFETIME_SECONDS', 86400, 1),
     rateLimitSize: integer(env, 'RATE_LIMIT_SIZE', 1000, 1),
     rateLimitPerSecond: integer(env, 'RATE_LIMIT_PER_SECOND', 500, 1),
+    anonymousRateLimitSize: integer(env, 'ANONYMOUS_RATE_LIMIT_SIZE', 100, 1),
+    anonymousRateLimitPerSecond: integer(env, 'ANONYMOUS_RATE_LIMIT_PER_SECOND', 10, 1),
+    tokenFailuresPerClientPerMinute: integer(env, 'TOKEN_FAILURES_PER_CLIENT_PER_MINUTE', 10, 1),
+    tokenFailuresPerAddressPerMinute: integer(env, 'TOKEN_FAILURES_PER_ADDRESS_PER_MINUTE', 60, 1),
+    trustProxy: trustProxy(text(env, 'TRUST_PROXY')),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     logLevel: text(env, 'LOG_LEVEL') ?? 'info',
     deliveryWorker: flag(env, 'DELIVERY_WORKER', true),

@@ -1,6 +1,6 @@
 import type { Config } from './config.ts';
 import { migrate, openDatabase, type Database } from './db/database.ts';
-import { memoryRateLimiter, redisRateLimiter, type RateLimiter } from './http/rate-limit.ts';
+import { memoryRateLimiter, redisRateLimiter, type RateLimiter, type RateLimitSettings } from './http/rate-limit.ts';
 import { CaptchaService } from './modules/captcha/service.ts';
 import { ClientService } from './modules/clients/service.ts';
 import { ConnectionService } from './modules/connections/service.ts';
@@ -54,7 +54,12 @@ export interface Services {
   jobs: JobService;
   /** The mail outbox worker; absent when MAIL_WORKER=false, and for CLI commands. */
   mailWorker: MailWorker | undefined;
+  /** Each tenant's bucket: every request with a valid token draws on it. */
   rateLimiter: RateLimiter;
+  /** Buckets per client address for requests without a valid token, so they never drain a tenant's. */
+  anonymousRateLimiter: RateLimiter;
+  /** Failed client authentications at /oauth/token, per client id and address, and per address. */
+  tokenFailureLimiters: { perClient: RateLimiter; perAddress: RateLimiter };
   /** Stops background work and closes connections; idempotent. */
   close(): Promise<void>;
 }
@@ -94,10 +99,17 @@ export async function createServices(config: Config, options: ServiceOptions = {
   customDomains.onReady((domain) => customDomainCertificates.provision(domain));
   tenants.addHostLookup((host) => customDomains.lookupHost(host));
   tenants.addDomainsProvider((tenantId) => customDomains.readyDomains(tenantId));
-  const rateLimitSettings = { size: config.rateLimitSize, refillPerSecond: config.rateLimitPerSecond };
-  const rateLimiter = config.redisUrl
-    ? redisRateLimiter(rateLimitSettings, config.redisUrl, options.onRateLimitError)
-    : memoryRateLimiter(rateLimitSettings);
+  // With Redis, every limit is shared by all the nodes; without it, each node counts for itself.
+  const limiter = (settings: RateLimitSettings) => config.redisUrl
+    ? redisRateLimiter(settings, config.redisUrl, options.onRateLimitError)
+    : memoryRateLimiter(settings);
+  const rateLimiter = limiter({ size: config.rateLimitSize, refillPerSecond: config.rateLimitPerSecond });
+  const anonymousRateLimiter = limiter({ size: config.anonymousRateLimitSize, refillPerSecond: config.anonymousRateLimitPerSecond });
+  const perMinute = (count: number) => ({ size: count, refillPerSecond: count / 60 });
+  const tokenFailureLimiters = {
+    perClient: limiter(perMinute(config.tokenFailuresPerClientPerMinute)),
+    perAddress: limiter(perMinute(config.tokenFailuresPerAddressPerMinute)),
+  };
   const users = new UserService(database, connections, secretBox);
   // One guard checks endpoints when streams are saved and again on every connection the worker opens.
   const endpointGuard = endpointGuardFor(config);
@@ -150,12 +162,14 @@ export async function createServices(config: Config, options: ServiceOptions = {
     jobs: new JobService(database, users, verificationEmails),
     mailWorker,
     rateLimiter,
+    anonymousRateLimiter,
+    tokenFailureLimiters,
     close() {
       closed ??= (async () => {
         await deliveryWorker?.stop();
         await mailWorker?.stop();
         await verificationRechecks.stop();
-        await rateLimiter.close();
+        await Promise.all([rateLimiter, anonymousRateLimiter, tokenFailureLimiters.perClient, tokenFailureLimiters.perAddress].map((l) => l.close()));
         await customDomainCertificates.close();
         await database.close();
       })();

@@ -51,10 +51,14 @@ for (const kind of databaseKinds()) {
       const theirs = await server.request({ url: '/api/v2/users-by-email?email=a%40b.co', token: fresh.token, headers: { host: 'fresh.test' } });
       assert.equal(theirs.statusCode, 200);
       assert.equal(theirs.headers['x-ratelimit-remaining'], '4');
-      // Refused tokens count too, and carry the headers.
-      const refused = await server.request({ url: '/api/v2/users-by-email?email=a%40b.co', token: null, headers: { host: 'fresh.test' } });
-      assert.equal(refused.statusCode, 401);
-      assert.equal(refused.headers['x-ratelimit-remaining'], '3');
+      // Requests without a valid token draw on their address's bucket, never on the tenant's, and carry its headers.
+      for (const token of [null, 'not-a-token', `${fresh.token.slice(0, -4)}AAAA`]) {
+        const refused = await server.request({ url: '/api/v2/users-by-email?email=a%40b.co', token, headers: { host: 'fresh.test' } });
+        assert.equal(refused.statusCode, 401);
+        assert.equal(refused.headers['x-ratelimit-limit'], '100');
+      }
+      const after = await server.request({ url: '/api/v2/users-by-email?email=a%40b.co', token: fresh.token, headers: { host: 'fresh.test' } });
+      assert.equal(after.headers['x-ratelimit-remaining'], '3');
     });
 
     it('logs JSON lines with request ids and never the credentials', async () => {

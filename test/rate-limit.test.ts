@@ -23,17 +23,17 @@ describe('memoryRateLimiter', () => {
     const limiter = memoryRateLimiter({ size: 3, refillPerSecond: 1 }, clock.now);
     const s0 = clock.start / 1000; // 1700000000.25
 
-    assert.deepEqual(await limiter.take('t1'), { allowed: true, limit: 3, remaining: 2, reset: Math.ceil(s0 + 1) });
-    assert.deepEqual(await limiter.take('t1'), { allowed: true, limit: 3, remaining: 1, reset: Math.ceil(s0 + 2) });
-    assert.deepEqual(await limiter.take('t1'), { allowed: true, limit: 3, remaining: 0, reset: Math.ceil(s0 + 3) });
-    assert.deepEqual(await limiter.take('t1'), { allowed: false, limit: 3, remaining: 0, reset: Math.ceil(s0 + 3) });
+    assert.deepEqual(await limiter.take('t1'), { allowed: true, limit: 3, remaining: 2, reset: Math.ceil(s0 + 1), retryAfter: 0 });
+    assert.deepEqual(await limiter.take('t1'), { allowed: true, limit: 3, remaining: 1, reset: Math.ceil(s0 + 2), retryAfter: 0 });
+    assert.deepEqual(await limiter.take('t1'), { allowed: true, limit: 3, remaining: 0, reset: Math.ceil(s0 + 3), retryAfter: 0 });
+    assert.deepEqual(await limiter.take('t1'), { allowed: false, limit: 3, remaining: 0, reset: Math.ceil(s0 + 3), retryAfter: 1 });
 
     clock.advance(500);
     // Half a token is not a token.
-    assert.deepEqual(await limiter.take('t1'), { allowed: false, limit: 3, remaining: 0, reset: 1_700_000_004 });
+    assert.deepEqual(await limiter.take('t1'), { allowed: false, limit: 3, remaining: 0, reset: 1_700_000_004, retryAfter: 1 });
 
     clock.advance(500);
-    assert.deepEqual(await limiter.take('t1'), { allowed: true, limit: 3, remaining: 0, reset: 1_700_000_005 });
+    assert.deepEqual(await limiter.take('t1'), { allowed: true, limit: 3, remaining: 0, reset: 1_700_000_005, retryAfter: 0 });
     assert.equal((await limiter.take('t1')).allowed, false);
     await limiter.close();
   });
@@ -91,7 +91,7 @@ describe('memoryRateLimiter', () => {
     clock.advance(1000);
     await limiter.take('c'); // map full: sweeping the refilled 'a' makes enough room
     // 'b' survived (plain LRU would have dropped it): its state carried over, 1 token refilled.
-    assert.deepEqual(await limiter.take('b'), { allowed: true, limit: 3, remaining: 0, reset: 1_700_000_005 });
+    assert.deepEqual(await limiter.take('b'), { allowed: true, limit: 3, remaining: 0, reset: 1_700_000_005, retryAfter: 0 });
 
     // Now both 'b' (drained) and 'c' are partial; 'c' is least recently used.
     await limiter.take('d');
@@ -107,13 +107,15 @@ describe('memoryRateLimiter', () => {
   });
 });
 
-test('rateLimitHeaders renders the three X-RateLimit-* headers as strings', () => {
-  const state: RateLimitState = { allowed: false, limit: 50, remaining: 0, reset: 1_700_000_123 };
+test('rateLimitHeaders renders the three X-RateLimit-* headers as strings, and Retry-After on a refusal', () => {
+  const state: RateLimitState = { allowed: false, limit: 50, remaining: 0, reset: 1_700_000_123, retryAfter: 3 };
   assert.deepEqual(rateLimitHeaders(state), {
     'X-RateLimit-Limit': '50',
     'X-RateLimit-Remaining': '0',
     'X-RateLimit-Reset': '1700000123',
+    'Retry-After': '3',
   });
+  assert.equal(rateLimitHeaders({ ...state, allowed: true, remaining: 1, retryAfter: 0 })['Retry-After'], undefined);
 });
 
 // ---------------------------------------------------------------------------------------------

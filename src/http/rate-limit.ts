@@ -14,10 +14,15 @@ export interface RateLimitState {
   remaining: number;
   /** Absolute UNIX epoch seconds (integer) when the bucket is full again → X-RateLimit-Reset. */
   reset: number;
+  /** Whole seconds until the bucket holds a token again → Retry-After on a refusal; 0 while allowed. */
+  retryAfter: number;
 }
 
 export interface RateLimiter {
+  /** Spends one token of the key's bucket, if it has one. */
   take(key: string): Promise<RateLimitState>;
+  /** The state a take would see, spending nothing: for limits that count only failures. */
+  peek(key: string): Promise<RateLimitState>;
   close(): Promise<void>;
 }
 
@@ -27,11 +32,14 @@ export interface MemoryRateLimiterOptions {
 }
 
 export function rateLimitHeaders(state: RateLimitState): Record<string, string> {
-  return {
+  const headers: Record<string, string> = {
     'X-RateLimit-Limit': String(state.limit),
     'X-RateLimit-Remaining': String(state.remaining),
     'X-RateLimit-Reset': String(state.reset),
   };
+  // The official SDK waits for Retry-After before it retries a 429.
+  if (!state.allowed) headers['Retry-After'] = String(state.retryAfter);
+  return headers;
 }
 
 /**
@@ -59,6 +67,18 @@ function validate(settings: RateLimitSettings): void {
 function resetSeconds(nowMs: number, tokens: number, settings: RateLimitSettings): number {
   const msUntilFull = Math.max(0, settings.size - tokens) * 1000 / settings.refillPerSecond;
   return Math.ceil((nowMs + msUntilFull) / 1000);
+}
+
+/** The state of a bucket holding `tokens` at `nowMs`; `allowed` says whether a request got (or would get) a token. */
+function stateOf(allowed: boolean, tokens: number, nowMs: number, settings: RateLimitSettings): RateLimitState {
+  const missing = Math.max(0, 1 - tokens - EPSILON);
+  return {
+    allowed,
+    limit: settings.size,
+    remaining: Math.floor(tokens + EPSILON),
+    reset: resetSeconds(nowMs, tokens, settings),
+    retryAfter: allowed ? 0 : Math.max(1, Math.ceil(missing / settings.refillPerSecond)),
+  };
 }
 
 interface Bucket {
@@ -121,12 +141,13 @@ export function memoryRateLimiter(
         bucket.tokens = Math.max(0, bucket.tokens - 1);
         allowed = true;
       }
-      return {
-        allowed,
-        limit: size,
-        remaining: Math.floor(bucket.tokens + EPSILON),
-        reset: resetSeconds(t, bucket.tokens, settings),
-      };
+      return stateOf(allowed, bucket.tokens, t, settings);
+    },
+    async peek(key) {
+      const t = now();
+      const bucket = buckets.get(key);
+      const tokens = bucket ? refilled(bucket, t) : size;
+      return stateOf(tokens >= 1 - EPSILON, tokens, t, settings);
     },
     async close() {
       buckets.clear();
@@ -171,9 +192,27 @@ redis.call('PEXPIRE', KEYS[1], math.ceil(msUntilFull) + 1000)
 return {allowed, math.floor(tokens + eps), math.ceil((now + msUntilFull) / 1000)}
 `;
 
+/** The bucket as TAKE_SCRIPT would find it, changing nothing. Returns {tokens as a string, now in ms}. */
+const PEEK_SCRIPT = `
+local size = tonumber(ARGV[1])
+local rate = tonumber(ARGV[2])
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
+local state = redis.call('HMGET', KEYS[1], 't', 'ts')
+local tokens = tonumber(state[1])
+local at = tonumber(state[2])
+if tokens == nil or at == nil then
+  tokens = size
+elseif now > at then
+  tokens = math.min(size, tokens + (now - at) * rate / 1000)
+end
+return {string.format('%.17g', tokens), string.format('%.17g', now)}
+`;
+
 type TakeReply = [number, number, number];
 type ScriptedRedis = Redis & {
   tenantryRateLimitTake(key: string, size: number, refillPerSecond: number): Promise<TakeReply>;
+  tenantryRateLimitPeek(key: string, size: number, refillPerSecond: number): Promise<[string, string]>;
 };
 
 /**
@@ -208,6 +247,7 @@ export function redisRateLimiter(
   redis.on('error', report);
   // defineCommand sends EVALSHA and falls back to EVAL only when the server lacks the script.
   redis.defineCommand('tenantryRateLimitTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+  redis.defineCommand('tenantryRateLimitPeek', { numberOfKeys: 1, lua: PEEK_SCRIPT });
 
   return {
     async take(key) {
@@ -217,16 +257,22 @@ export function redisRateLimiter(
           size,
           refillPerSecond,
         );
-        return { allowed: allowed === 1, limit: size, remaining, reset };
+        const state = stateOf(allowed === 1, remaining, Date.now(), settings);
+        return { ...state, remaining, reset };
       } catch (err) {
         report(err);
         // The real bucket is unknown; answer as a fresh bucket would after this one request.
-        return {
-          allowed: true,
-          limit: size,
-          remaining: size - 1,
-          reset: resetSeconds(Date.now(), size - 1, settings),
-        };
+        return stateOf(true, size - 1, Date.now(), settings);
+      }
+    },
+    async peek(key) {
+      try {
+        const [tokens, at] = await redis.tenantryRateLimitPeek(REDIS_KEY_PREFIX + key, size, refillPerSecond);
+        const left = Number(tokens);
+        return stateOf(left >= 1 - EPSILON, left, Number(at), settings);
+      } catch (err) {
+        report(err);
+        return stateOf(true, size, Date.now(), settings);
       }
     },
     async close() {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
 import { managementAudienceOf } from './access-tokens.ts';
+import { ClientAuthenticationLimit } from './client-authentication-limit.ts';
 
 /** OAuth errors keep OAuth's own shape, not the Management API's. */
 function oauthError(reply: FastifyReply, status: number, error: string, description: string, extra: Record<string, string> = {}) {
@@ -28,6 +29,8 @@ const field = (body: Record<string, unknown>, name: string): string | undefined 
   typeof body[name] === 'string' && body[name] !== '' ? (body[name] as string) : undefined;
 
 export async function oauthRoutes(app: FastifyInstance, services: Services): Promise<void> {
+  const failures = new ClientAuthenticationLimit(services.tokenFailureLimiters);
+
   app.get('/.well-known/jwks.json', { config: { public: true }, schema: { hide: true } }, async (request) =>
     services.signingKeys.jwks(request.tenant.id),
   );
@@ -43,11 +46,19 @@ export async function oauthRoutes(app: FastifyInstance, services: Services): Pro
     const clientId = basic?.id ?? field(body, 'client_id');
     const clientSecret = basic?.secret ?? field(body, 'client_secret');
     if (!clientId) return oauthError(reply, 400, 'invalid_request', 'Missing required parameter: client_id');
-    if (!clientSecret) return oauthError(reply, 401, 'access_denied', 'Unauthorized');
 
     const { tenant, domain } = request.tenantHost;
-    const client = await services.clients.authenticate(tenant.id, clientId, clientSecret);
-    if (!client) return oauthError(reply, 401, 'access_denied', 'Unauthorized');
+    const wait = await failures.retryAfter(tenant.id, clientId, request.ip);
+    if (wait > 0) {
+      request.log.warn({ clientId, tenantId: tenant.id }, 'client authentication refused: too many failed attempts');
+      reply.header('retry-after', String(wait));
+      return oauthError(reply, 429, 'too_many_attempts', 'Too many failed client authentication attempts. Try again later.');
+    }
+    const client = clientSecret ? await services.clients.authenticate(tenant.id, clientId, clientSecret) : undefined;
+    if (!client) {
+      await failures.failed(tenant.id, clientId, request.ip);
+      return oauthError(reply, 401, 'access_denied', 'Unauthorized');
+    }
 
     const audience = field(body, 'audience');
     if (!audience) return oauthError(reply, 403, 'access_denied', 'No audience parameter was provided, and no default audience has been configured');

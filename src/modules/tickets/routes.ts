@@ -49,6 +49,8 @@ export async function ticketRoutes(app: FastifyInstance, services: Services): Pr
   app.get<{ Querystring: RedeemQuery }>(VERIFICATION_PATH, {
     // A HEAD (link checkers, prefetchers) must not spend the ticket as the GET does.
     exposeHeadRoute: false,
+    // The link is followed by the user's browser: the ticket in it is the credential.
+    config: { public: true },
     schema: {
       tags, operationId: 'followEmailVerificationLink', querystring: RedeemQuery, security: [],
       summary: 'Follow a verification link: verifies the email once, then redirects to result_url or shows a page',

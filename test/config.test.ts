@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { runCli } from './helpers/cli.ts';
+
+describe('configuration', () => {
+  it('refuses a BOOTSTRAP_CLIENT_SECRET shorter than 32 characters, saying why', () => {
+    assert.throws(() => loadConfig({ BOOTSTRAP_CLIENT_SECRET: 'a'.repeat(31) }), (error: Error) =>
+      error instanceof ConfigError && /BOOTSTRAP_CLIENT_SECRET must be at least 32 characters/.test(error.message) && !error.message.includes('a'.repeat(31)));
+    assert.equal(loadConfig({ BOOTSTRAP_CLIENT_SECRET: 'a'.repeat(32) }).bootstrapClientSecret, 'a'.repeat(32));
+    assert.equal(loadConfig({}).bootstrapClientSecret, undefined);
+  });
+
+  it('refuses to start with a short BOOTSTRAP_CLIENT_SECRET, and creates nothing', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-config-'));
+    try {
+      const run = await runCli({ PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', BOOTSTRAP_CLIENT_SECRET: 'letmein' }, ['serve']);
+      assert.notEqual(run.code, 0);
+      assert.match(run.stderr, /BOOTSTRAP_CLIENT_SECRET must be at least 32 characters/);
+      assert.ok(!`${run.stdout}${run.stderr}`.includes('letmein'));
+      assert.deepEqual(fs.readdirSync(dataDir), []);
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads TRUST_PROXY as off, on, a hop count or a list of proxy addresses', () => {
+    assert.equal(loadConfig({}).trustProxy, false);
+    assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
+    assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true);
+    assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);
+    assert.equal(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1,192.0.2.4' }).trustProxy, '10.0.0.0/8,::1,192.0.2.4');
+    for (const bad of ['proxy.example', '10.0.0.0/33', '10.0.0.1/8/1', 'yes']) {
+      assert.throws(() => loadConfig({ TRUST_PROXY: bad }), ConfigError, bad);
+    }
+  });
+});
