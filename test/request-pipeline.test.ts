@@ -33,7 +33,8 @@ function raw(port: number, head: string, body = ''): Promise<{ status: number; t
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 0);
       resolve({ status, text: received.slice(received.indexOf('\r\n\r\n') + 4) });
     });
-    socket.end(`${head}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    // No half-close: the server may drop a request whose client has ended its side before the answer.
+    socket.write(`${head}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
   });
 }
 
