@@ -127,6 +127,29 @@ for (const kind of databaseKinds()) {
       assert.deepEqual((await client.eventStreams.list()).data, []);
     });
 
+    it('refuses to move a stream to another origin without its secret, through the SDK error classes', async () => {
+      const stream = await client.eventStreams.create({ name: 'sdk-origin', subscriptions: [{ event_type: 'user.created' }], destination: webhook() });
+      try {
+        const elsewhere = receiver.url.replace('127.0.0.1', 'localhost');
+        await assert.rejects(
+          client.eventStreams.update(stream.id!, {
+            destination: { type: 'webhook', configuration: { webhook_endpoint: elsewhere, webhook_authorization: { method: 'bearer' } } },
+          }),
+          (error: unknown) => {
+            assert.ok(error instanceof Management.BadRequestError, String(error));
+            assert.equal(error.statusCode, 400);
+            const body = error.body as { errorCode?: string; message?: string };
+            assert.equal(body.errorCode, 'invalid_body');
+            assert.match(body.message ?? '', /the stored token is only sent to the origin it was given for/);
+            return true;
+          },
+        );
+        assert.deepEqual(await client.eventStreams.get(stream.id!), stream);
+      } finally {
+        await client.eventStreams.delete(stream.id!);
+      }
+    });
+
     it('test sends a test event and answers the declared delivery record', async () => {
       const stream = await client.eventStreams.create({ name: 'sdk-test', subscriptions: [{ event_type: 'user.created' }], destination: webhook() });
       const before = receiver.requests.length;

@@ -211,19 +211,29 @@ export class EventStreamService {
     return { endpoint, auth };
   }
 
+  /**
+   * The stored secret is kept when the PATCH leaves it out only while it would still go where it was
+   * given: the same method and the same origin. Anyone allowed to update a stream must not be able to
+   * send its secret to an address of their choosing without knowing it.
+   */
   private sealDestination(
     { endpoint, auth }: { endpoint: string; auth: Authorization },
     current: Selectable<EventStreamsTable> | undefined,
   ): { destination: PublicDestination; secret: string | null } {
-    const previous = current ? (JSON.parse(current.destination) as PublicDestination).configuration.webhook_authorization : undefined;
-    const keep = previous?.method === auth.method && current?.secret ? current.secret : null;
+    const stored = current ? (JSON.parse(current.destination) as PublicDestination).configuration : undefined;
+    const kept = stored?.webhook_authorization.method === auth.method && current?.secret ? current.secret : null;
+    const missing = (name: string, why?: string) => {
+      const where = `on property destination.configuration.webhook_authorization${why === undefined ? '' : `: ${why}`}`;
+      return badRequest.body(`Payload validation error: 'Missing required property: ${name}' ${where}.`);
+    };
     const sealed = (secret: string | undefined, name: string): string => {
       if (secret !== undefined) return this.secretBox.seal(secret);
-      if (keep !== null) return keep;
-      throw badRequest.body(`Payload validation error: 'Missing required property: ${name}' on property destination.configuration.webhook_authorization.`);
+      if (kept === null) throw missing(name);
+      const [from, to] = [originOf(stored!.webhook_endpoint), originOf(endpoint)];
+      if (from === to) return kept;
+      const why = `the stored ${name} is only sent to the origin it was given for (${from})`;
+      throw missing(name, `${why}; send it again to move webhook_endpoint to ${to}`);
     };
-    const missing = (name: string) =>
-      badRequest.body(`Payload validation error: 'Missing required property: ${name}' on property destination.configuration.webhook_authorization.`);
     let publicAuth: Record<string, string>;
     let secret: string;
     switch (auth.method) {
@@ -544,6 +554,12 @@ function presentAttempt(a: Selectable<DeliveryAttemptsTable>): Attempt {
     ...(a.duration === null ? {} : { duration: Number(a.duration) }),
   };
 }
+
+/**
+ * Where a request to the endpoint goes: scheme, host and port as WHATWG URL (and so the sender) reads
+ * them — host lower-cased, default port dropped, userinfo ignored. A trailing dot makes another host.
+ */
+const originOf = (endpoint: string): string => new URL(endpoint).origin;
 
 function list(raw: string | undefined): string[] | undefined {
   if (raw === undefined) return undefined;
