@@ -185,5 +185,20 @@ for (const kind of databaseKinds()) {
         assert.equal((await stored(created.id)).secret, sealed, `${endpoint}: the stored secret is untouched`);
       }
     });
+
+    it('refuses a custom header that would replace one the sender sets itself', async () => {
+      for (const headerKey of ['Host', 'content-length', 'Transfer-Encoding', 'webhook-signature', 'Webhook-Timestamp', 'proxy-authorization']) {
+        const refused = await server.request({
+          method: 'POST', url: '/api/v2/event-streams',
+          payload: { name: 'reserved', subscriptions: [{ event_type: 'user.created' }],
+            destination: webhook(oldReceiver.url, { method: 'custom_header', header_key: headerKey, header_value: 'v' }) },
+        });
+        assert.equal(refused.statusCode, 400, `${headerKey}: ${refused.body}`);
+        assert.equal(refused.json().errorCode, 'invalid_body');
+        assert.match(refused.json().message, /is set by the server itself/);
+      }
+      const streams = (await server.request({ url: '/api/v2/event-streams' })).json().eventStreams as Array<{ name: string }>;
+      assert.ok(!streams.some((stream) => stream.name === 'reserved'));
+    });
   });
 }

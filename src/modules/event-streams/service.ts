@@ -85,6 +85,15 @@ function sampleData(type: string): unknown {
   return { object: { id: 'sample_1234567890', name: 'sample' } };
 }
 
+/**
+ * Headers the sender sets itself, or that steer the connection: a custom authorization header may not
+ * replace them (a forged `webhook-signature`, a `host` aimed at another virtual host, a broken framing).
+ */
+const RESERVED_HEADERS = new Set([
+  'host', 'content-type', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect',
+  'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature',
+]);
+
 export class EventStreamService {
   constructor(
     private readonly database: Database,
@@ -248,6 +257,12 @@ export class EventStreamService {
         break;
       case 'custom_header':
         if (auth.header_key === undefined) throw missing('header_key');
+        if (RESERVED_HEADERS.has(auth.header_key.toLowerCase()) || auth.header_key.toLowerCase().startsWith('proxy-')) {
+          throw badRequest.body(
+            `Payload validation error: 'header_key ${auth.header_key} is set by the server itself and cannot carry the secret' ` +
+            'on property destination.configuration.webhook_authorization.',
+          );
+        }
         publicAuth = { method: 'custom_header', header_key: auth.header_key };
         secret = sealed(auth.header_value, 'header_value');
         break;
