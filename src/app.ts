@@ -58,7 +58,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         id: request.id,
         method: request.method,
         url: redactUrl(request.url),
-        headers: { ...request.headers, ...(typeof request.headers.referer === 'string' ? { referer: redactUrl(request.headers.referer) } : {}) },
+        headers: { ...request.headers, ...(typeof request.headers.referer === 'string' && { referer: redactUrl(request.headers.referer) }) },
       }),
     },
   };

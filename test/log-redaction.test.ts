@@ -43,7 +43,8 @@ for (const kind of databaseKinds()) {
     after(() => server.close());
 
     it('logs the path of an email-verification link but never its ticket, nor tokens or secrets in other URLs', async () => {
-      const user = await server.request({ method: 'POST', url: '/api/v2/users', payload: { connection: 'Username-Password-Authentication', email: 'logged@example.com', password: 'Str0ng!passw0rd' } });
+      const payload = { connection: 'Username-Password-Authentication', email: 'logged@example.com', password: 'Str0ng!passw0rd' };
+      const user = await server.request({ method: 'POST', url: '/api/v2/users', payload });
       assert.equal(user.statusCode, 201, user.body);
       const created = await server.request({ method: 'POST', url: '/api/v2/tickets/email-verification', payload: { user_id: user.json().user_id } });
       assert.equal(created.statusCode, 201, created.body);

@@ -35,7 +35,9 @@ async function rebuildSqliteTableWithoutUniqueDomain(db: Kysely<unknown>): Promi
   const objects = await sql<{ type: string; sql: string }>`
     SELECT type, sql FROM sqlite_master WHERE tbl_name = 'custom_domains' AND sql IS NOT NULL`.execute(db);
   const table = objects.rows.find((o) => o.type === 'table')!.sql;
-  const rebuilt = table.replace('"domain" text not null unique', '"domain" text not null').replace('"custom_domains"', '"custom_domains_rebuilt"');
+  const rebuilt = table
+    .replace('"domain" text not null unique', '"domain" text not null')
+    .replace('"custom_domains"', '"custom_domains_rebuilt"');
   if (!rebuilt.includes('"domain" text not null,') || !rebuilt.includes('"custom_domains_rebuilt"')) {
     throw new Error(`unexpected definition of custom_domains: ${table}`);
   }

@@ -96,7 +96,11 @@ type Verdict = Pick<Row, 'status' | 'verification_status' | 'verification_error'
  * The verdict on a domain whose hostname another tenant's domain was verified for first: only a ready
  * domain reserves its hostname, so this one has lost it (until that domain is deleted).
  */
-const TAKEN: Verdict = { status: 'failed', verification_status: 'failed', verification_error: 'The domain is already verified by another tenant.' };
+const TAKEN: Verdict = {
+  status: 'failed',
+  verification_status: 'failed',
+  verification_error: 'The domain is already verified by another tenant.',
+};
 
 /** A self-managed domain that is ready but whose cname-api-key was never handed out. */
 const awaitsApiKey = (row: Row) => row.type === 'self_managed_certs' && row.status === 'ready' && row.cname_api_key_hash === null;
@@ -192,7 +196,12 @@ export class CustomDomainService {
         // tenant adding a hostname twice meets the unique index on (tenant, hostname).
         const canonical = await trx.selectFrom('tenants').select('id').where('domain', '=', domain).executeTakeFirst();
         if (canonical) throw alreadyExists();
-        const verified = await trx.selectFrom('custom_domains').select('id').where('domain', '=', domain).where('status', '=', 'ready').executeTakeFirst();
+        const verified = await trx
+          .selectFrom('custom_domains')
+          .select('id')
+          .where('domain', '=', domain)
+          .where('status', '=', 'ready')
+          .executeTakeFirst();
         if (verified) throw alreadyExists();
         const existing = await trx.selectFrom('custom_domains').select(['id', 'is_primary']).where('tenant_id', '=', tenantId).execute();
         if (existing.length >= this.settings.maxPerTenant) throw tooMany();
@@ -391,7 +400,12 @@ export class CustomDomainService {
       const taken = await this.hostnameTaken(trx, claim);
       const result = await trx
         .updateTable('custom_domains')
-        .set({ ...(taken ? TAKEN : verdict), next_check_at: taken ? null : next, check_count: claim.check_count + 1, check_claimed_until: null })
+        .set({
+          ...(taken ? TAKEN : verdict),
+          next_check_at: taken ? null : next,
+          check_count: claim.check_count + 1,
+          check_claimed_until: null,
+        })
         .where('id', '=', claim.id)
         .where('status', '=', 'pending_verification')
         .where('check_claimed_until', '=', leaseUntil)
