@@ -6,6 +6,7 @@ import type { SecureContextOptions } from 'node:tls';
 import { badRequest } from './http/errors.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerRequestPipeline } from './http/hooks.ts';
+import { redactUrl } from './http/log-redaction.ts';
 import { registerFormBodySupport, validatorCompiler } from './http/validation.ts';
 import { newId } from './ids.ts';
 import { captchaRoutes } from './modules/captcha/routes.ts';
@@ -56,8 +57,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       req: (request: { id: string; method: string; url: string; headers: Record<string, unknown> }) => ({
         id: request.id,
         method: request.method,
-        url: request.url,
-        headers: { ...request.headers },
+        url: redactUrl(request.url),
+        headers: { ...request.headers, ...(typeof request.headers.referer === 'string' && { referer: redactUrl(request.headers.referer) }) },
       }),
     },
   };

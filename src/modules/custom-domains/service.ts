@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import type { Database, Tx } from '../../db/database.ts';
-import { now, uniqueOr } from '../../db/database.ts';
+import { isUniqueViolation, now, uniqueOr } from '../../db/database.ts';
 import type { CustomDomainsTable } from '../../db/schema.ts';
 import { hashSecret } from '../../secret-hash.ts';
 import { ApiError, badRequest, conflict } from '../../http/errors.ts';
@@ -92,6 +92,16 @@ export interface CustomDomainSettings {
 /** What a DNS check makes of a domain's status and verification members. */
 type Verdict = Pick<Row, 'status' | 'verification_status' | 'verification_error'> & { last_verified_at?: string };
 
+/**
+ * The verdict on a domain whose hostname another tenant's domain was verified for first: only a ready
+ * domain reserves its hostname, so this one has lost it (until that domain is deleted).
+ */
+const TAKEN: Verdict = {
+  status: 'failed',
+  verification_status: 'failed',
+  verification_error: 'The domain is already verified by another tenant.',
+};
+
 /** A self-managed domain that is ready but whose cname-api-key was never handed out. */
 const awaitsApiKey = (row: Row) => row.type === 'self_managed_certs' && row.status === 'ready' && row.cname_api_key_hash === null;
 
@@ -181,9 +191,18 @@ export class CustomDomainService {
         if (this.database.dialect === 'postgres') {
           await trx.selectFrom('tenants').select('id').where('id', '=', tenantId).forUpdate().execute();
         }
-        // A tenant's canonical domain cannot be claimed as a custom domain.
+        // A tenant's canonical domain cannot be claimed as a custom domain, nor a hostname verified for
+        // another tenant; one merely pending elsewhere can: the first to verify it owns it. The same
+        // tenant adding a hostname twice meets the unique index on (tenant, hostname).
         const canonical = await trx.selectFrom('tenants').select('id').where('domain', '=', domain).executeTakeFirst();
         if (canonical) throw alreadyExists();
+        const verified = await trx
+          .selectFrom('custom_domains')
+          .select('id')
+          .where('domain', '=', domain)
+          .where('status', '=', 'ready')
+          .executeTakeFirst();
+        if (verified) throw alreadyExists();
         const existing = await trx.selectFrom('custom_domains').select(['id', 'is_primary']).where('tenant_id', '=', tenantId).execute();
         if (existing.length >= this.settings.maxPerTenant) throw tooMany();
         const row: Row = {
@@ -328,13 +347,13 @@ export class CustomDomainService {
     if (before.status === 'ready' && !awaitsApiKey(before)) throw alreadyVerified();
     const check: Check = before.status === 'ready' ? { ok: true } : await this.check(before);
     const at = new Date();
-    let apiKey: string | undefined;
-    const updated = await this.database.db.transaction().execute(async (trx) => {
+    const outcome = await this.takenOnRace(id, this.database.db.transaction().execute(async (trx) => {
       const current = await this.row(trx, tenantId, id, true);
       if (current.status === 'ready' && !awaitsApiKey(current)) throw alreadyVerified();
       let changed: Row = current;
+      let apiKey: string | undefined;
       if (current.status !== 'ready') {
-        const verdict = this.verdict(current, check, at);
+        const verdict = (await this.hostnameTaken(trx, current)) ? TAKEN : this.verdict(current, check, at);
         // A settled domain leaves the background schedule; a pending one keeps its place in it.
         const settled = verdict.status !== 'pending_verification';
         changed = { ...current, ...verdict, ...(settled ? { next_check_at: null, check_claimed_until: null } : {}) };
@@ -356,8 +375,9 @@ export class CustomDomainService {
         })
         .where('id', '=', id)
         .execute();
-      return changed;
-    });
+      return { changed, apiKey };
+    }));
+    const { changed: updated, apiKey } = outcome ?? { changed: await this.row(this.database.db, tenantId, id) };
     this.tenants.forget();
     if (before.status !== 'ready' && updated.status === 'ready') for (const listener of this.readyListeners) listener(updated.domain);
     const record = this.present(updated, undefined, false);
@@ -376,16 +396,57 @@ export class CustomDomainService {
     const next = verdict.status === 'pending_verification'
       ? new Date(Math.min(at.getTime() + this.recheckDelay(claim.check_count + 1), deadline)).toISOString()
       : null;
-    const result = await this.database.db
-      .updateTable('custom_domains')
-      .set({ ...verdict, next_check_at: next, check_count: claim.check_count + 1, check_claimed_until: null })
-      .where('id', '=', claim.id)
-      .where('status', '=', 'pending_verification')
-      .where('check_claimed_until', '=', leaseUntil)
-      .executeTakeFirst();
-    if (verdict.status === 'ready' && result.numUpdatedRows > 0n) {
+    const recorded = await this.takenOnRace(claim.id, this.database.db.transaction().execute(async (trx) => {
+      const taken = await this.hostnameTaken(trx, claim);
+      const result = await trx
+        .updateTable('custom_domains')
+        .set({
+          ...(taken ? TAKEN : verdict),
+          next_check_at: taken ? null : next,
+          check_count: claim.check_count + 1,
+          check_claimed_until: null,
+        })
+        .where('id', '=', claim.id)
+        .where('status', '=', 'pending_verification')
+        .where('check_claimed_until', '=', leaseUntil)
+        .executeTakeFirst();
+      return { status: taken ? TAKEN.status : verdict.status, updated: result.numUpdatedRows > 0n };
+    }));
+    if (recorded?.status === 'ready' && recorded.updated) {
       this.tenants.forget();
       for (const listener of this.readyListeners) listener(claim.domain);
+    }
+  }
+
+  /** Whether another tenant's domain of this hostname is ready, so that this one can no longer be. */
+  private async hostnameTaken(trx: Tx, row: Pick<Row, 'id' | 'domain'>): Promise<boolean> {
+    const ready = await trx
+      .selectFrom('custom_domains')
+      .select('id')
+      .where('domain', '=', row.domain)
+      .where('status', '=', 'ready')
+      .where('id', '!=', row.id)
+      .executeTakeFirst();
+    return ready !== undefined;
+  }
+
+  /**
+   * What `settling` (the transaction recording a check of domain `id`) yields; when another tenant's
+   * verification of the same hostname committed first, which the unique index on ready hostnames
+   * tells, that transaction is undone, the domain recorded as taken, and undefined yielded.
+   */
+  private async takenOnRace<T>(id: string, settling: Promise<T>): Promise<T | undefined> {
+    try {
+      return await settling;
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      await this.database.db
+        .updateTable('custom_domains')
+        .set({ ...TAKEN, next_check_at: null, check_claimed_until: null })
+        .where('id', '=', id)
+        .where('status', '!=', 'ready')
+        .execute();
+      return undefined;
     }
   }
 

@@ -1,0 +1,45 @@
+/** What replaces a secret in a log line, as the logger's own redaction writes it. */
+export const CENSOR = '[redacted]';
+
+/** Query parameters whose values are credentials, by name (lower-cased, exact). */
+const SECRET_NAMES = new Set([
+  'ticket', 'code', 'code_verifier', 'otp', 'key', 'sig', 'signature', 'auth', 'authorization',
+  'client_assertion', 'assertion', 'jwt', 'session', 'credential', 'credentials', 'pass', 'passwd', 'pwd',
+]);
+/** …and by ending: `token`, `access_token`, `sessionToken`, `client_secret`, `password`, `x-api-key`, `cname_api_key`. */
+const SECRET_ENDINGS = /(?:token|secret|password|api[-_]?key)$/;
+
+function isSecretName(raw: string): boolean {
+  let name = raw;
+  if (name.includes('%') || name.includes('+')) {
+    try {
+      name = decodeURIComponent(name.replace(/\+/g, ' '));
+    } catch {
+      // A malformed escape: judged as written.
+    }
+  }
+  name = name.toLowerCase();
+  return SECRET_NAMES.has(name) || SECRET_ENDINGS.test(name);
+}
+
+/**
+ * A URL (a request's path and query, or an absolute webhook URL) fit for a log: the values of secret
+ * query parameters and any user-info replaced by CENSOR, everything else as it was. It runs on every
+ * logged request, so a URL without a query or user-info is returned as it is, untouched.
+ */
+export function redactUrl(url: string): string {
+  const query = url.indexOf('?');
+  const at = url.indexOf('@');
+  if (query === -1 && at === -1) return url;
+  let redacted = url;
+  if (at !== -1) redacted = redacted.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, `$1${CENSOR}@`);
+  const start = redacted.indexOf('?');
+  if (start === -1) return redacted;
+  const hash = redacted.indexOf('#', start);
+  const end = hash === -1 ? redacted.length : hash;
+  const pairs = redacted.slice(start + 1, end).split('&').map((pair) => {
+    const equals = pair.indexOf('=');
+    return equals !== -1 && isSecretName(pair.slice(0, equals)) ? `${pair.slice(0, equals)}=${CENSOR}` : pair;
+  });
+  return `${redacted.slice(0, start + 1)}${pairs.join('&')}${redacted.slice(end)}`;
+}
