@@ -22,12 +22,14 @@ export async function serve(config: Config): Promise<void> {
     `Tenantry serves the Management API at ${scheme}://${tenant.domain}/api/v2/ (listening on ${config.host}:${config.port}, ${services.database.dialect})`,
   ];
   if (admin) {
-    lines.push(
+    const credentials = [
       'Admin client created with every scope — keep these credentials:',
       `  client_id:     ${admin.clientId}`,
       `  client_secret: ${admin.clientSecret}`,
-    );
-    if (admin.credentialsFile) lines.push(`  (also written to ${admin.credentialsFile}, readable by its owner only)`);
+    ].join('\n');
+    // Only a person at a terminal sees the secret; where stdout is a log stream it stays in the 0600 file.
+    if (!showOnTerminal(credentials)) lines.push('Admin client created with every scope; its credentials are not printed here (no terminal).');
+    if (admin.credentialsFile) lines.push(`  (${admin.credentialsFile} holds them, readable by its owner only)`);
   }
   lines.push(`API reference: ${scheme}://${tenant.domain}/docs`);
   // The description never holds the SMTP password.
@@ -45,4 +47,27 @@ export async function serve(config: Config): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+/**
+ * Writes `text` where only a person sees it: stdout when it is a terminal, else the process's
+ * controlling terminal. False when there is none (a service manager, a container, CI): stdout then
+ * feeds a log collector, where a secret must never go.
+ */
+function showOnTerminal(text: string): boolean {
+  if (process.stdout.isTTY) {
+    process.stdout.write(`${text}\n`);
+    return true;
+  }
+  try {
+    const tty = fs.openSync('/dev/tty', 'w');
+    try {
+      fs.writeSync(tty, `${text}\n`);
+    } finally {
+      fs.closeSync(tty);
+    }
+    return true;
+  } catch {
+    return false;
+  }
 }
