@@ -49,6 +49,8 @@ export interface Config {
   deliveryTimeoutMs: number;
   /** Delays before the retries of a failed attempt; attempts = retries + 1. */
   deliveryRetryScheduleMs: number[];
+  /** Longest wait an endpoint's Retry-After can ask for before a retry (a shorter schedule step is waited out anyway). */
+  deliveryRetryAfterMaxMs: number;
   /** The worker's fallback poll: commits that queue deliveries, and retries falling due, wake it sooner. */
   deliveryPollMs: number;
   /** How long a claimed delivery is reserved; always longer than deliveryTimeoutMs. */
@@ -255,6 +257,7 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryAllowedHosts: allowedHosts(text(env, 'DELIVERY_ALLOWED_HOSTS')),
     deliveryTimeoutMs,
     deliveryRetryScheduleMs: integerList(env, 'DELIVERY_RETRY_SCHEDULE_MS', [1000, 2000, 4000]),
+    deliveryRetryAfterMaxMs: integer(env, 'DELIVERY_RETRY_AFTER_MAX_MS', 3_600_000),
     deliveryPollMs: integer(env, 'DELIVERY_POLL_MS', 250, 1),
     deliveryLeaseMs,
     deliveryConcurrency: integer(env, 'DELIVERY_CONCURRENCY', 32, 1),
