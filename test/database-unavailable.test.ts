@@ -13,6 +13,8 @@ import { waitUntil } from './helpers/webhook-receiver.ts';
 
 const USER = { connection: 'Username-Password-Authentication', password: 'correct horse battery' };
 const SEGMENT_RULES = [{ match: { country: ['US'] } }];
+/** The test database's backends but the admin's own: the server's pooled connections. */
+const OTHER_BACKENDS = 'datname = current_database() AND pid <> pg_backend_pid()';
 
 describe('database conditions named', () => {
   const coded = (code: string, message = 'x') => Object.assign(new Error(message), { code });
@@ -41,7 +43,9 @@ describe('database conditions named', () => {
       [new Error('cannot rollback - no transaction is active'), undefined],
       [new TypeError('x is undefined'), undefined],
     ];
-    for (const [error, errorCode] of cases) assert.equal(databaseUnavailable(error)?.errorCode, errorCode, `${(error as { code?: string }).code ?? error.message}`);
+    for (const [error, errorCode] of cases) {
+      assert.equal(databaseUnavailable(error)?.errorCode, errorCode, (error as { code?: string }).code ?? error.message);
+    }
   });
 });
 
@@ -53,7 +57,8 @@ function mountTmpfs(size: string): { dir: string } | { skip: string } {
     return { dir };
   } catch (error) {
     fs.rmdirSync(dir);
-    return { skip: `mounting a tmpfs is not permitted here (${String((error as { stderr?: Buffer }).stderr ?? error).trim()}); run as root to test a full disk` };
+    const reason = String((error as { stderr?: Buffer }).stderr ?? error).trim();
+    return { skip: `mounting a tmpfs is not permitted here (${reason}); run as root to test a full disk` };
   }
 }
 
@@ -69,8 +74,11 @@ describe('a full disk under SQLite', () => {
     const logStream = new PassThrough();
     logStream.on('data', (chunk: Buffer) => logs.push(...chunk.toString().split('\n').filter(Boolean)));
     // No background work: what is under test is what requests meet.
-    server = await startTestServer('sqlite', { DATA_DIR: path.join(dir, 'data'), LOG_LEVEL: 'error', DELIVERY_WORKER: 'false', MAIL_WORKER: 'false' }, { logStream });
+    const env = { DATA_DIR: path.join(dir, 'data'), LOG_LEVEL: 'error', DELIVERY_WORKER: 'false', MAIL_WORKER: 'false' };
+    server = await startTestServer('sqlite', env, { logStream });
   });
+  const createSegment = (name: string) =>
+    server.request({ method: 'POST', url: '/api/v2/experimentation/segments', payload: { name, rules: SEGMENT_RULES } });
   after(async () => {
     if (skip) return;
     await server.close();
@@ -78,7 +86,7 @@ describe('a full disk under SQLite', () => {
     fs.rmdirSync(dir);
   });
 
-  it('refuses writes with 503 insufficient_storage naming SQLITE_FULL, keeps serving reads, and writes again once space is freed', { skip }, async () => {
+  it('refuses writes with 503 naming SQLITE_FULL, keeps serving reads, and writes again once space is freed', { skip }, async () => {
     const before = await server.request({ method: 'POST', url: '/api/v2/users', payload: { ...USER, email: 'before-full@example.com' } });
     assert.equal(before.statusCode, 201, before.body);
 
@@ -88,13 +96,16 @@ describe('a full disk under SQLite', () => {
     assert.throws(() => fs.writeFileSync(filler, Buffer.alloc(16 * 1024 * 1024)), { code: 'ENOSPC' });
 
     const full = {
-      statusCode: 503, error: 'Service Unavailable', message: 'The database is out of disk space; try again later.', errorCode: 'insufficient_storage',
+      statusCode: 503,
+      error: 'Service Unavailable',
+      message: 'The database is out of disk space; try again later.',
+      errorCode: 'insufficient_storage',
     };
     const user = await server.request({ method: 'POST', url: '/api/v2/users', payload: { ...USER, email: 'while-full@example.com' } });
     assert.equal(user.statusCode, 503, user.body);
     assert.deepEqual(user.json(), full);
     assert.equal(user.headers['retry-after'], '30');
-    const segment = await server.request({ method: 'POST', url: '/api/v2/experimentation/segments', payload: { name: 'while full', rules: SEGMENT_RULES } });
+    const segment = await createSegment('while full');
     assert.equal(segment.statusCode, 503, segment.body);
     assert.deepEqual(segment.json(), full);
 
@@ -116,7 +127,7 @@ describe('a full disk under SQLite', () => {
     fs.rmSync(filler);
     const after = await server.request({ method: 'POST', url: '/api/v2/users', payload: { ...USER, email: 'while-full@example.com' } });
     assert.equal(after.statusCode, 201, after.body);
-    const segmentAfter = await server.request({ method: 'POST', url: '/api/v2/experimentation/segments', payload: { name: 'while full', rules: SEGMENT_RULES } });
+    const segmentAfter = await createSegment('while full');
     assert.equal(segmentAfter.statusCode, 201, segmentAfter.body);
   });
 });
@@ -142,25 +153,26 @@ for (const kind of databaseKinds()) {
 
     /** Ends every backend of the test database but the admin's own. */
     const terminateServerConnections = async () =>
-      (await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rowCount;
+      (await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${OTHER_BACKENDS}`)).rowCount;
     const createUser = (email: string) => server.request({ method: 'POST', url: '/api/v2/users', payload: { ...USER, email } });
+    const lookUp = () => server.request({ url: '/api/v2/users-by-email?email=idle@example.com' });
 
     it('requests meeting pooled connections that were ended answer as before, or 503, never 500', async () => {
       const answers: number[] = [];
       for (let round = 0; round < 3; round++) {
         // Several at once, so that the pool's idle connections are all lent out, some before it heard they ended.
-        const warm = await Promise.all(Array.from({ length: 8 }, () => server.request({ url: '/api/v2/users-by-email?email=idle@example.com' })));
+        const warm = await Promise.all(Array.from({ length: 8 }, () => lookUp()));
         assert.ok(warm.every((r) => r.statusCode === 200));
         assert.ok((await terminateServerConnections())! >= 1);
         const burst = await Promise.all(Array.from({ length: 8 }, (_, i) =>
-          i % 2 === 0 ? createUser(`idle-${round}-${i}@example.com`) : server.request({ url: '/api/v2/users-by-email?email=idle@example.com' })));
+          i % 2 === 0 ? createUser(`idle-${round}-${i}@example.com`) : lookUp()));
         for (const response of burst) {
           answers.push(response.statusCode);
           if (response.statusCode === 503) assert.equal(response.json().errorCode, 'database_unavailable');
         }
       }
       assert.ok(answers.every((status) => status === 201 || status === 200 || status === 503), answers.join(','));
-      assert.equal((await server.request({ url: '/api/v2/users-by-email?email=idle@example.com' })).statusCode, 200, 'the pool replaced its connections');
+      assert.equal((await lookUp()).statusCode, 200, 'the pool replaced its connections');
     });
 
     it('a statement running when its connection is ended answers 503 with Retry-After, and is not applied', async () => {
@@ -169,7 +181,7 @@ for (const kind of databaseKinds()) {
       await admin.query('LOCK TABLE users IN ACCESS EXCLUSIVE MODE');
       const pending = createUser('in-flight@example.com');
       await waitUntil(
-        async () => (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rowCount! > 0,
+        async () => (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE ${OTHER_BACKENDS} AND wait_event_type = 'Lock'`)).rowCount! > 0,
         10_000,
         () => 'the request to wait on the lock',
       );
@@ -185,7 +197,7 @@ for (const kind of databaseKinds()) {
       });
       assert.equal(response.headers['retry-after'], '1');
       const logged = logs.map((line) => JSON.parse(line));
-      assert.deepEqual(logged.map((line) => [line.level, line.code]), [[50, '57P01']], `named by the server's own code: ${logs.join('\n')}`);
+      assert.deepEqual(logged.map((line) => [line.level, line.code]), [[50, '57P01']], `named by PostgreSQL's own code: ${logs.join('\n')}`);
       assert.match(logged[0].msg, /terminating connection due to administrator command/);
 
       const users = await admin.query(`SELECT count(*)::int AS n FROM users WHERE email = 'in-flight@example.com'`);

@@ -16,17 +16,23 @@ const STORAGE_RETRY_SECONDS = 30;
 /** Conditions that pass by themselves: a lock released, a connection replaced, a failover done. */
 const TRANSIENT_RETRY_SECONDS = 1;
 
-const STORAGE_FULL = { errorCode: 'insufficient_storage', message: 'The database is out of disk space; try again later.', retryAfterSeconds: STORAGE_RETRY_SECONDS } as const;
-const READ_ONLY = {
-  errorCode: 'database_read_only', message: 'The database is read-only at the moment (its storage refuses writes); try again later.', retryAfterSeconds: STORAGE_RETRY_SECONDS,
-} as const;
-const IO_ERROR = { errorCode: 'database_io_error', message: 'The database could not read or write its storage; try again later.', retryAfterSeconds: STORAGE_RETRY_SECONDS } as const;
-const BUSY = { errorCode: 'database_busy', message: 'The database is busy; try again later.', retryAfterSeconds: TRANSIENT_RETRY_SECONDS } as const;
-const CONNECTION_LOST = {
-  errorCode: 'database_unavailable', message: 'The database cannot be reached or its connection was lost; try again later.', retryAfterSeconds: TRANSIENT_RETRY_SECONDS,
-} as const;
-
 type Condition = Omit<DatabaseUnavailable, 'code'>;
+
+function condition(errorCode: Condition['errorCode'], message: string, retryAfterSeconds: number): Condition {
+  return { errorCode, message, retryAfterSeconds };
+}
+
+const STORAGE_FULL = condition('insufficient_storage', 'The database is out of disk space; try again later.', STORAGE_RETRY_SECONDS);
+const READ_ONLY = condition(
+  'database_read_only', 'The database is read-only at the moment (its storage refuses writes); try again later.', STORAGE_RETRY_SECONDS,
+);
+const IO_ERROR = condition(
+  'database_io_error', 'The database could not read or write its storage; try again later.', STORAGE_RETRY_SECONDS,
+);
+const BUSY = condition('database_busy', 'The database is busy; try again later.', TRANSIENT_RETRY_SECONDS);
+const CONNECTION_LOST = condition(
+  'database_unavailable', 'The database cannot be reached or its connection was lost; try again later.', TRANSIENT_RETRY_SECONDS,
+);
 
 /** PostgreSQL SQLSTATEs; class 08 (connection exception) is matched as a whole. */
 const POSTGRES_STATES: Record<string, Condition> = {
@@ -40,10 +46,15 @@ const POSTGRES_STATES: Record<string, Condition> = {
 };
 
 /** Socket errors on the way to the database server. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
+]);
 
 /** node-postgres reports a connection that ended under it with these messages and no code. */
-const POSTGRES_CONNECTION_MESSAGES = /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect)/;
+const POSTGRES_CONNECTION_MESSAGES = new RegExp(`^(${[
+  'Connection terminated', 'Client has encountered a connection error', 'Client was closed and is not queryable',
+  'timeout exceeded when trying to connect',
+].join('|')})`);
 
 function sqliteCondition(code: string): Condition | undefined {
   if (code === 'SQLITE_FULL') return STORAGE_FULL;
@@ -53,7 +64,7 @@ function sqliteCondition(code: string): Condition | undefined {
   return undefined;
 }
 
-/** What a database error says about the database's state, when it is one of the conditions above; undefined otherwise. */
+/** What a database error says of the database's state, when it is one of the conditions above; undefined otherwise. */
 export function databaseUnavailable(error: unknown): DatabaseUnavailable | undefined {
   if (!(error instanceof Error)) return undefined;
   const code = (error as { code?: unknown }).code;
