@@ -12,6 +12,12 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
+  /**
+   * SQLite's `synchronous` in WAL mode. `full`: a commit is on disk before it is acknowledged, so it
+   * survives power loss. `normal`: faster, and safe against a crash of the process, but the last
+   * commits before a power loss or OS crash may be lost.
+   */
+  sqliteSynchronous: 'full' | 'normal';
   redisUrl: string | undefined;
   tenantDomain: string;
   bootstrapClientId: string | undefined;
@@ -49,6 +55,8 @@ export interface Config {
   deliveryTimeoutMs: number;
   /** Delays before the retries of a failed attempt; attempts = retries + 1. */
   deliveryRetryScheduleMs: number[];
+  /** Longest wait an endpoint's Retry-After can ask for before a retry (a shorter schedule step is waited out anyway). */
+  deliveryRetryAfterMaxMs: number;
   /** The worker's fallback poll: commits that queue deliveries, and retries falling due, wake it sooner. */
   deliveryPollMs: number;
   /** How long a claimed delivery is reserved; always longer than deliveryTimeoutMs. */
@@ -201,6 +209,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// URL (leave it unset for the embedded SQLite database)');
   }
+  const sqliteSynchronous = text(env, 'SQLITE_SYNCHRONOUS') ?? 'full';
+  if (sqliteSynchronous !== 'full' && sqliteSynchronous !== 'normal') {
+    throw new ConfigError(`SQLITE_SYNCHRONOUS must be full or normal, got "${sqliteSynchronous}"`);
+  }
   const tlsCertFile = text(env, 'TLS_CERT_FILE');
   const tlsKeyFile = text(env, 'TLS_KEY_FILE');
   if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
@@ -228,6 +240,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: text(env, 'HOST') ?? '127.0.0.1',
     dataDir,
     databaseUrl,
+    sqliteSynchronous,
     redisUrl: text(env, 'REDIS_URL'),
     tenantDomain: (text(env, 'TENANT_DOMAIN') ?? `localhost:${port}`).toLowerCase(),
     bootstrapClientId: text(env, 'BOOTSTRAP_CLIENT_ID'),
@@ -255,6 +268,7 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryAllowedHosts: allowedHosts(text(env, 'DELIVERY_ALLOWED_HOSTS')),
     deliveryTimeoutMs,
     deliveryRetryScheduleMs: integerList(env, 'DELIVERY_RETRY_SCHEDULE_MS', [1000, 2000, 4000]),
+    deliveryRetryAfterMaxMs: integer(env, 'DELIVERY_RETRY_AFTER_MAX_MS', 3_600_000),
     deliveryPollMs: integer(env, 'DELIVERY_POLL_MS', 250, 1),
     deliveryLeaseMs,
     deliveryConcurrency: integer(env, 'DELIVERY_CONCURRENCY', 32, 1),

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase, type Database } from '../src/db/database.ts';
 
 /**
@@ -57,5 +58,26 @@ describe('SQLite shared with another process', () => {
     assert.equal(exited.code, 0, exited.stderr);
     const ids = (await database.db.selectFrom('tenants').select('id').orderBy('id').execute()).map((t) => t.id);
     assert.deepEqual(ids.filter((id) => id.endsWith('-process')), ['other-process', 'this-process']);
+  });
+});
+
+describe('SQLite durability', () => {
+  /** `synchronous` of a database opened under `env`: 2 is FULL, 1 NORMAL. */
+  const synchronous = async (env: Record<string, string>) => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-test-'));
+    const database = openDatabase(loadConfig({ DATA_DIR: dataDir, ...env }));
+    try {
+      return database.sqlite!.pragma('synchronous', { simple: true });
+    } finally {
+      await database.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  };
+
+  it('syncs every commit to disk before acknowledging it, unless SQLITE_SYNCHRONOUS=normal trades that for speed', async () => {
+    assert.equal(await synchronous({}), 2, 'FULL by default: a commit survives power loss');
+    assert.equal(await synchronous({ SQLITE_SYNCHRONOUS: 'full' }), 2);
+    assert.equal(await synchronous({ SQLITE_SYNCHRONOUS: 'normal' }), 1);
+    assert.throws(() => loadConfig({ SQLITE_SYNCHRONOUS: 'off' }), /SQLITE_SYNCHRONOUS must be full or normal, got "off"/);
   });
 });

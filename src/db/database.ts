@@ -2,12 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import {
-  CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, SqliteDriver,
-  type DatabaseConnection, type Driver, type Insertable, type SqliteDialectConfig, type Transaction,
+  CompiledQuery, Kysely, Migrator, PostgresDialect, PostgresDriver, SqliteDialect, SqliteDriver,
+  type DatabaseConnection, type Driver, type Insertable, type PostgresDialectConfig, type SqliteDialectConfig, type Transaction,
 } from 'kysely';
 import pg from 'pg';
 import { migrations } from './migrations/index.ts';
 import type { Schema } from './schema.ts';
+import { databaseUnavailable } from './unavailable.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export type Tx = Transaction<Schema>;
@@ -27,7 +28,7 @@ export interface Database {
 // PostgreSQL returns BIGINT/NUMERIC as strings by default; counts are small enough for numbers.
 pg.types.setTypeParser(20, (v) => Number(v));
 
-export function openDatabase(options: { databaseUrl?: string; dataDir: string }): Database {
+export function openDatabase(options: { databaseUrl?: string; dataDir: string; sqliteSynchronous?: 'full' | 'normal' }): Database {
   if (options.databaseUrl) {
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
     // A connection the server ends (restart, failover, pg_terminate_backend, a proxy's idle timeout)
@@ -36,7 +37,7 @@ export function openDatabase(options: { databaseUrl?: string; dataDir: string })
     // the process.
     pool.on('error', () => undefined);
     pool.on('connect', (client) => client.on('error', () => undefined));
-    const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Schema>({ dialect: new CausePreservingPostgresDialect({ pool }) });
     return { dialect: 'postgres', db, pool, close: () => db.destroy() };
   }
   fs.mkdirSync(options.dataDir, { recursive: true });
@@ -45,10 +46,11 @@ export function openDatabase(options: { databaseUrl?: string; dataDir: string })
   fs.closeSync(fs.openSync(file, 'a', 0o600));
   const sqlite = new BetterSqlite3(file);
   sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = NORMAL');
+  // FULL unless told otherwise: in WAL mode NORMAL acknowledges commits that a power loss can still undo.
+  sqlite.pragma(`synchronous = ${options.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<Schema>({ dialect: new ImmediateSqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Schema>({ dialect: new ImmediateSqliteDialect(sqlite) });
   return { dialect: 'sqlite', db, sqlite, close: () => db.destroy() };
 }
 
@@ -60,18 +62,56 @@ export function openDatabase(options: { databaseUrl?: string; dataDir: string })
  * transactions one after another anyway.
  */
 class ImmediateSqliteDriver extends SqliteDriver {
+  constructor(private readonly sqlite: BetterSqlite3.Database, config: SqliteDialectConfig) {
+    super(config);
+  }
+
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+
+  /**
+   * Some failures (SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY, SQLITE_NOMEM) end the transaction within
+   * SQLite already. A ROLLBACK then fails with "no transaction is active", and that error, not the
+   * one that caused it, would reach the caller and the logs.
+   */
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    if (this.sqlite.inTransaction) await super.rollbackTransaction(connection);
   }
 }
 
 class ImmediateSqliteDialect extends SqliteDialect {
-  constructor(private readonly settings: SqliteDialectConfig) {
+  constructor(private readonly sqlite: BetterSqlite3.Database) {
+    super({ database: sqlite });
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.sqlite, { database: this.sqlite });
+  }
+}
+
+/**
+ * A transaction whose connection the server ended (pg_terminate_backend, a restart, a failover) is
+ * over with it; the ROLLBACK that follows fails on the dead connection, and that error, not the one
+ * that named the cause (57P01 admin_shutdown, …), would reach the caller and the logs.
+ */
+class CausePreservingPostgresDriver extends PostgresDriver {
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    try {
+      await super.rollbackTransaction(connection);
+    } catch (error) {
+      if (databaseUnavailable(error)?.errorCode !== 'database_unavailable') throw error;
+    }
+  }
+}
+
+class CausePreservingPostgresDialect extends PostgresDialect {
+  constructor(private readonly settings: PostgresDialectConfig) {
     super(settings);
   }
 
   override createDriver(): Driver {
-    return new ImmediateSqliteDriver(this.settings);
+    return new CausePreservingPostgresDriver(this.settings);
   }
 }
 

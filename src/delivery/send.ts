@@ -15,10 +15,27 @@ export interface WebhookTarget {
 
 export type SendOutcome =
   | { kind: 'delivered'; durationMs: number }
-  /** 4xx, or an endpoint the guard refuses: retrying would not help. */
+  /** 4xx other than the "try later" ones, or an endpoint the guard refuses: retrying would not help. */
   | { kind: 'rejected'; durationMs: number; error: string }
-  /** 5xx, timeouts, network errors: worth retrying. */
-  | { kind: 'retryable'; durationMs: number; error: string };
+  /** 408, 425, 429, 5xx, timeouts, network errors: worth retrying, not sooner than `retryAfterMs` when the endpoint said so. */
+  | { kind: 'retryable'; durationMs: number; error: string; retryAfterMs?: number };
+
+/** 4xx statuses that say "not now" rather than "never": Request Timeout, Too Early, Too Many Requests. */
+const TRY_LATER = new Set([408, 425, 429]);
+
+/**
+ * How long a `Retry-After` header asks to wait (ms from `nowMs`), given as delta-seconds or an
+ * HTTP-date; undefined when absent or unreadable. A date already past asks for no wait.
+ */
+export function retryAfterMs(header: string | string[] | undefined, nowMs = Date.now()): number | undefined {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  // Date.parse also reads bare numbers and other shapes; each HTTP-date form begins with its weekday.
+  if (Number.isNaN(at) || !/^[A-Za-z]{3}/.test(value)) return undefined;
+  return Math.max(0, at - nowMs);
+}
 
 export function authHeader(method: string, publicAuth: Record<string, string>, secret: string | undefined): [string, string] | undefined {
   if (secret === undefined) return undefined;
@@ -96,8 +113,9 @@ export class WebhookSender {
       const status = response.statusCode;
       if (status >= 200 && status < 300) return { kind: 'delivered', durationMs };
       const error = truncate(`Unexpected status code ${status} from POST ${redactUrl(target.endpoint)}`);
-      if (status >= 400 && status < 500) return { kind: 'rejected', durationMs, error };
-      return { kind: 'retryable', durationMs, error };
+      if (status >= 400 && status < 500 && !TRY_LATER.has(status)) return { kind: 'rejected', durationMs, error };
+      const wait = retryAfterMs(response.headers['retry-after']);
+      return { kind: 'retryable', durationMs, error, ...(wait === undefined ? {} : { retryAfterMs: wait }) };
     } catch (caught) {
       const durationMs = performance.now() - started;
       // Errors of the connection's lookup come as they are, or (from some paths) as the cause of another.

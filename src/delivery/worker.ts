@@ -14,7 +14,7 @@ import type { DeliveryWakeup } from './wakeup.ts';
 
 export type DeliverySettings = Pick<
   Config,
-  'deliveryTimeoutMs' | 'deliveryRetryScheduleMs' | 'deliveryPollMs' | 'deliveryLeaseMs' | 'deliveryConcurrency' | 'deliveryPerStreamConcurrency'
+  'deliveryTimeoutMs' | 'deliveryRetryScheduleMs' | 'deliveryRetryAfterMaxMs' | 'deliveryPollMs' | 'deliveryLeaseMs' | 'deliveryConcurrency' | 'deliveryPerStreamConcurrency'
 >;
 
 /** A stream's opened endpoint, credentials header and signing secrets, kept while their stored forms stay the same. */
@@ -172,7 +172,9 @@ export class DeliveryWorker {
   private outcome(claim: Claimed, sent: SendOutcome): Outcome {
     const at = now();
     const attempt = claim.attempt_count + 1;
-    const retryAt = sent.kind === 'retryable' ? nextAttemptAt(this.settings.deliveryRetryScheduleMs, attempt) : undefined;
+    // An endpoint's Retry-After may push the retry later, up to the cap, but never adds attempts.
+    const asked = sent.kind === 'retryable' ? Math.min(sent.retryAfterMs ?? 0, this.settings.deliveryRetryAfterMaxMs) : 0;
+    const retryAt = sent.kind === 'retryable' ? nextAttemptAt(this.settings.deliveryRetryScheduleMs, attempt, asked) : undefined;
     const status: Outcome['status'] = sent.kind === 'delivered' ? 'delivered' : retryAt !== undefined ? 'pending' : 'failed';
     return {
       stream_id: claim.stream_id,

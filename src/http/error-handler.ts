@@ -1,8 +1,13 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { ApiError, badRequest, notFound, payloadTooLarge, unsupportedMediaType } from './errors.ts';
+import { databaseUnavailable } from '../db/unavailable.ts';
+import { ApiError, badRequest, notFound, payloadTooLarge, serviceUnavailable, unsupportedMediaType } from './errors.ts';
 import { validationError } from './validation.ts';
 
-/** Turns anything a request can throw into the original's error body; only real faults become 500s. */
+/**
+ * Turns anything a request can throw into the original's error body; a database that cannot serve
+ * for now (full disk, read-only storage, lost connection) is a 503 with Retry-After; only real
+ * faults become 500s.
+ */
 export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: number): void {
   app.setNotFoundHandler((_request, reply) => {
     const error = notFound.route();
@@ -10,7 +15,14 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
   });
 
   app.setErrorHandler((raw: FastifyError | ApiError | Error, request, reply) => {
-    const error = toApiError(raw, request.headers['content-type'], bodyLimitBytes);
+    const unavailable = databaseUnavailable(raw);
+    if (unavailable) {
+      // Named by the driver's code, so the operator sees which condition to clear.
+      request.log.error({ err: raw, code: unavailable.code }, `database unavailable (${unavailable.code}): ${raw.message}`);
+    }
+    const error = unavailable
+      ? serviceUnavailable(unavailable.message, unavailable.errorCode, unavailable.retryAfterSeconds)
+      : toApiError(raw, request.headers['content-type'], bodyLimitBytes);
     if (!error) {
       request.log.error({ err: raw }, 'request failed');
       return reply.code(500).send({ statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });

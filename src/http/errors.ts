@@ -75,3 +75,8 @@ export function unsupportedMediaType(contentType: string | undefined): ApiError 
 export function tooManyRequests(): ApiError {
   return new ApiError(429, 'Global limit has been reached', 'too_many_requests');
 }
+
+/** A condition that passes (see src/db/unavailable.ts): the SDK, like any HTTP client, retries a 503 after Retry-After. */
+export function serviceUnavailable(message: string, errorCode: string, retryAfterSeconds: number): ApiError {
+  return new ApiError(503, message, errorCode, undefined, { 'retry-after': String(retryAfterSeconds) });
+}

@@ -13,11 +13,14 @@ export interface ReceivedRequest {
   remotePort: number;
 }
 
+/** An answer to program: a status, or a status with headers (e.g. `retry-after`). */
+export type ProgrammedAnswer = number | { status: number; headers: Record<string, string> };
+
 export interface WebhookReceiver {
   url: string;
   requests: ReceivedRequest[];
   /** Statuses answered to the next requests, in order; after the last, `fallback`. */
-  program(statuses: number[], fallback?: number): void;
+  program(statuses: ProgrammedAnswer[], fallback?: number): void;
   /** Runs before each answer: a hook that waits makes a slow or stuck endpoint. */
   beforeAnswer(hook: ((request: ReceivedRequest) => Promise<void> | void) | undefined): void;
   /** Waits until `predicate` holds over the requests received, or fails after `timeoutMs`. */
@@ -32,7 +35,7 @@ export interface WebhookReceiver {
  */
 export async function startWebhookReceiver(options: { keep?: boolean; tls?: { cert: string; key: string } } = {}): Promise<WebhookReceiver> {
   const requests: ReceivedRequest[] = [];
-  let queue: number[] = [];
+  let queue: ProgrammedAnswer[] = [];
   let fallback = 204;
   let hook: ((request: ReceivedRequest) => Promise<void> | void) | undefined;
   const server = options.tls ? https.createServer(options.tls) : http.createServer();
@@ -46,7 +49,9 @@ export async function startWebhookReceiver(options: { keep?: boolean; tls?: { ce
       };
       if (options.keep !== false) requests.push(request);
       await hook?.(request);
-      res.statusCode = queue.shift() ?? fallback;
+      const answer = queue.shift() ?? fallback;
+      if (typeof answer === 'number') res.statusCode = answer;
+      else res.writeHead(answer.status, answer.headers);
       res.end();
     });
   });
