@@ -29,6 +29,14 @@ export interface Principal {
 export const issuerOf = (domain: string): string => `https://${domain}/`;
 export const managementAudienceOf = (domain: string): string => `https://${domain}/api/v2/`;
 
+/** The inverse of issuerOf and managementAudienceOf, so a claim is checked with one Set lookup. */
+const domainIn = (claim: unknown, suffix: string): string | undefined =>
+  typeof claim === 'string' && claim.length > 8 + suffix.length && claim.startsWith('https://') && claim.endsWith(suffix)
+    ? claim.slice(8, -suffix.length)
+    : undefined;
+export const domainOfIssuer = (iss: unknown): string | undefined => domainIn(iss, '/');
+export const domainOfAudience = (aud: unknown): string | undefined => domainIn(aud, '/api/v2/');
+
 const encodeJson = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 interface CachedToken {
@@ -36,19 +44,28 @@ interface CachedToken {
   token: string;
   principal: Principal;
   expiresAtMs: number;
-  keysVersion: string;
+  /** What made it valid besides its signature and times, looked up again on every hit. */
+  kid: string;
+  issuerDomain: string;
+  audienceDomain: string;
 }
 
 const CACHE_ENTRIES = 10_000;
 
+const BAD_SIGNATURE = 'Invalid signature received for JSON Web Token validation.';
+
 /**
  * Issues and verifies the Management API's RS256 access tokens. Verification results are cached
- * per token because the signature check dominates request cost; only successes are cached, an entry
- * lives no longer than its token, and it is dropped when the tenant's key set changes.
+ * per token because the signature check dominates request cost. Only successes are cached, and a hit
+ * counts only while the token would still verify: before it expires, for its own tenant, while its key
+ * is still published (not revoked) and while the domains of its issuer and audience still belong to the
+ * tenant (a custom domain not deleted). Those are Map/Set lookups in the tenant's key and domain
+ * caches, which a change drops at once on its node and which other nodes reload within seconds.
  *
  * The cache is keyed by the token's signature (its last segment, 342 characters for RS256) rather
  * than the whole token: a token carrying every scope runs to 8 KB, and hashing it anew on every
- * request cost more than the rest of the token check. A hit is then compared with the whole token.
+ * request cost more than the rest of the token check. A hit is then compared with the whole token, and
+ * only a signature spelled canonically is ever verified, so no other spelling of it can share its entry.
  */
 export class AccessTokenService {
   private readonly verified = new Map<string, CachedToken>();
@@ -80,10 +97,12 @@ export class AccessTokenService {
 
   async verify(tenant: Tenant, token: string): Promise<Principal> {
     const keys = await this.keys.verificationKeys(tenant.id);
+    const domains = await this.tenants.domains(tenant);
     const signature = token.slice(token.lastIndexOf('.') + 1);
     const cached = this.verified.get(signature);
     if (cached && cached.token === token) {
-      if (cached.principal.tenantId === tenant.id && cached.keysVersion === keys.version && cached.expiresAtMs > Date.now()) return cached.principal;
+      if (cached.principal.tenantId === tenant.id && cached.expiresAtMs > Date.now() && keys.byKid.has(cached.kid)
+        && domains.has(cached.issuerDomain) && domains.has(cached.audienceDomain)) return cached.principal;
       this.verified.delete(signature);
     }
 
@@ -93,10 +112,15 @@ export class AccessTokenService {
     const header = parseSegment(encodedHeader);
     // Only RS256: `none`, HS256 (a classic key-confusion attack) and everything else are refused.
     if (header.alg !== 'RS256') throw unauthorized('Invalid token');
-    const key = typeof header.kid === 'string' ? keys.byKid.get(header.kid) : undefined;
-    if (!key) throw unauthorized('Invalid signature received for JSON Web Token validation.');
-    const valid = verifySignature('sha256', Buffer.from(`${encodedHeader}.${encodedPayload}`), key, Buffer.from(encodedSignature, 'base64url'));
-    if (!valid) throw unauthorized('Invalid signature received for JSON Web Token validation.');
+    const kid = typeof header.kid === 'string' ? header.kid : '';
+    const key = keys.byKid.get(kid);
+    if (!key) throw unauthorized(BAD_SIGNATURE);
+    // Buffer (like jose's atob) decodes loosely: padding, `+` and `/`, set unused low bits, even stray
+    // characters. Re-encoding (only here, after a cache miss) admits the one canonical spelling.
+    const signatureBytes = Buffer.from(encodedSignature, 'base64url');
+    if (signatureBytes.toString('base64url') !== encodedSignature) throw unauthorized(BAD_SIGNATURE);
+    const signingInput = Buffer.from(`${encodedHeader}.${encodedPayload}`);
+    if (!verifySignature('sha256', signingInput, key, signatureBytes)) throw unauthorized(BAD_SIGNATURE);
 
     const claims = parseSegment(encodedPayload) as Partial<AccessTokenClaims>;
     const nowSeconds = Math.floor(Date.now() / 1000);
@@ -105,14 +129,11 @@ export class AccessTokenService {
     if (claims.nbf !== undefined && (typeof claims.nbf !== 'number' || claims.nbf > nowSeconds)) {
       throw unauthorized('Token not yet valid (nbf) received for JSON Web Token validation');
     }
-    const domains = await this.tenants.domains(tenant);
-    if (typeof claims.iss !== 'string' || !domains.some((d) => issuerOf(d) === claims.iss)) {
-      throw unauthorized(`Bad issuer: ${String(claims.iss)}`);
-    }
+    const issuerDomain = domainOfIssuer(claims.iss);
+    if (issuerDomain === undefined || !domains.has(issuerDomain)) throw unauthorized(`Bad issuer: ${String(claims.iss)}`);
     const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-    if (!audiences.some((aud) => domains.some((d) => managementAudienceOf(d) === aud))) {
-      throw unauthorized(`Bad audience: ${audiences.join(' ')}`);
-    }
+    const audienceDomain = audiences.map(domainOfAudience).find((domain) => domain !== undefined && domains.has(domain));
+    if (audienceDomain === undefined) throw unauthorized(`Bad audience: ${audiences.join(' ')}`);
     if (typeof claims.sub !== 'string') throw unauthorized('Invalid token');
 
     const principal: Principal = {
@@ -124,7 +145,7 @@ export class AccessTokenService {
       const oldest = this.verified.keys().next().value;
       if (oldest !== undefined) this.verified.delete(oldest);
     }
-    this.verified.set(signature, { token, principal, expiresAtMs: claims.exp * 1000, keysVersion: keys.version });
+    this.verified.set(signature, { token, principal, expiresAtMs: claims.exp * 1000, kid, issuerDomain, audienceDomain });
     return principal;
   }
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
-import { managementAudienceOf } from './access-tokens.ts';
+import { domainOfAudience } from './access-tokens.ts';
 import { ClientAuthenticationLimit } from './client-authentication-limit.ts';
 
 /** OAuth errors keep OAuth's own shape, not the Management API's. */
@@ -63,7 +63,8 @@ export async function oauthRoutes(app: FastifyInstance, services: Services): Pro
     const audience = field(body, 'audience');
     if (!audience) return oauthError(reply, 403, 'access_denied', 'No audience parameter was provided, and no default audience has been configured');
     const domains = await services.tenants.domains(tenant);
-    if (!domains.some((d) => managementAudienceOf(d) === audience)) {
+    const audienceDomain = domainOfAudience(audience);
+    if (audienceDomain === undefined || !domains.has(audienceDomain)) {
       return oauthError(reply, 403, 'access_denied', `Service not enabled within domain: ${audience}`);
     }
     if (client.scopes.length === 0) {

@@ -13,9 +13,8 @@ export interface SigningKey {
 }
 
 export interface VerificationKeys {
+  /** The published keys: a revoked key is absent, so a cached token is refused once its `kid` is gone. */
   byKid: Map<string, KeyObject>;
-  /** Changes whenever the set of keys changes, so caches of verified tokens can notice. */
-  version: string;
 }
 
 export interface PublicJwk {
@@ -37,6 +36,8 @@ const CACHE_MS = 5_000;
 export class SigningKeyService {
   private readonly signingCache = new Map<string, { key: SigningKey; until: number }>();
   private readonly verifyCache = new Map<string, { keys: VerificationKeys; until: number }>();
+  /** Bumped by forget(): keys read while a change was under way are not cached, lest a rotated or revoked key outlive it. */
+  private generation = 0;
 
   constructor(
     private readonly database: Database,
@@ -90,6 +91,7 @@ export class SigningKeyService {
   async current(tenantId: string): Promise<SigningKey> {
     const cached = this.signingCache.get(tenantId);
     if (cached && cached.until > Date.now()) return cached.key;
+    const generation = this.generation;
     const row = await this.database.db
       .selectFrom('signing_keys')
       .select(['kid', 'private_key'])
@@ -99,17 +101,18 @@ export class SigningKeyService {
       .executeTakeFirst();
     if (!row) throw new Error(`tenant ${tenantId} has no signing key`);
     const key = { kid: row.kid, privateKey: createPrivateKey(this.secretBox.open(row.private_key)) };
-    this.signingCache.set(tenantId, { key, until: Date.now() + CACHE_MS });
+    if (generation === this.generation) this.signingCache.set(tenantId, { key, until: Date.now() + CACHE_MS });
     return key;
   }
 
   async verificationKeys(tenantId: string): Promise<VerificationKeys> {
     const cached = this.verifyCache.get(tenantId);
     if (cached && cached.until > Date.now()) return cached.keys;
+    const generation = this.generation;
     const jwks = await this.jwks(tenantId);
     const byKid = new Map(jwks.keys.map((jwk) => [jwk.kid, createPublicKey({ key: { kty: jwk.kty, n: jwk.n, e: jwk.e }, format: 'jwk' })]));
-    const keys = { byKid, version: jwks.keys.map((k) => k.kid).sort().join(',') };
-    this.verifyCache.set(tenantId, { keys, until: Date.now() + CACHE_MS });
+    const keys = { byKid };
+    if (generation === this.generation) this.verifyCache.set(tenantId, { keys, until: Date.now() + CACHE_MS });
     return keys;
   }
 
@@ -125,6 +128,7 @@ export class SigningKeyService {
   }
 
   private forget(tenantId: string): void {
+    this.generation++;
     this.signingCache.delete(tenantId);
     this.verifyCache.delete(tenantId);
   }

@@ -42,7 +42,9 @@ export class TenantService {
   private only: { tenant: Tenant | undefined; until: number } | undefined;
   private readonly hostLookups: HostLookup[] = [];
   private readonly domainsProviders: DomainsProvider[] = [];
-  private readonly domainsCache = new Map<string, { domains: string[]; until: number }>();
+  private readonly domainsCache = new Map<string, { domains: ReadonlySet<string>; until: number }>();
+  /** Bumped by forget(): a lookup that was under way meanwhile may have read the old rows, so it is not cached. */
+  private generation = 0;
 
   constructor(private readonly database: Database) {}
 
@@ -55,12 +57,14 @@ export class TenantService {
     this.domainsProviders.push(provider);
   }
 
-  /** Every domain the tenant answers on: its canonical domain first. */
-  async domains(tenant: Tenant): Promise<string[]> {
+  /** Every domain the tenant answers on, its canonical domain first; verified tokens are checked against it on every request. */
+  async domains(tenant: Tenant): Promise<ReadonlySet<string>> {
     const cached = this.domainsCache.get(tenant.id);
     if (cached && cached.until > Date.now()) return cached.domains;
-    const domains = [tenant.domain];
-    for (const provider of this.domainsProviders) domains.push(...(await provider(tenant.id)));
+    const generation = this.generation;
+    const domains = new Set([tenant.domain]);
+    for (const provider of this.domainsProviders) for (const domain of await provider(tenant.id)) domains.add(domain);
+    if (generation !== this.generation) return domains;
     if (this.domainsCache.size > 10_000) this.domainsCache.clear();
     this.domainsCache.set(tenant.id, { domains, until: Date.now() + CACHE_MS });
     return domains;
@@ -99,11 +103,13 @@ export class TenantService {
     const cached = this.byHost.get(host);
     const at = Date.now();
     if (cached && cached.until > at) return cached.found;
+    const generation = this.generation;
     let found = await this.lookup(host);
     if (!found) {
       const only = await this.onlyTenant(at);
       found = only && { tenant: only, domain: only.domain };
     }
+    if (generation !== this.generation) return found;
     if (this.byHost.size > 10_000) this.byHost.clear();
     this.byHost.set(host, { found, until: at + CACHE_MS });
     return found;
@@ -111,6 +117,7 @@ export class TenantService {
 
   /** Drops cached lookups, after a change to tenants or the domains they answer on. */
   forget(): void {
+    this.generation++;
     this.byHost.clear();
     this.domainsCache.clear();
     this.only = undefined;
@@ -136,9 +143,10 @@ export class TenantService {
 
   private async onlyTenant(at: number): Promise<Tenant | undefined> {
     if (this.only && this.only.until > at) return this.only.tenant;
+    const generation = this.generation;
     const two = await this.database.db.selectFrom('tenants').select(['id', 'domain']).limit(2).execute();
     const tenant = two.length === 1 ? two[0] : undefined;
-    this.only = { tenant, until: at + CACHE_MS };
+    if (generation === this.generation) this.only = { tenant, until: at + CACHE_MS };
     return tenant;
   }
 }
