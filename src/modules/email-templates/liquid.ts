@@ -1,8 +1,6 @@
 import { ApiError, badRequest } from '../../http/errors.ts';
 import { RenderFailure, type PartSource, type TemplatePart, type TemplateRenderer } from './renderer.ts';
 
-export type { TemplatePart } from './renderer.ts';
-
 /** What a verify_email template is rendered with. */
 export interface TemplateVariables {
   user: Record<string, unknown>;
