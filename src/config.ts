@@ -89,6 +89,10 @@ export interface Config {
   mailLeaseMs: number;
   /** Emails in flight per node. */
   mailConcurrency: number;
+  /** Threads email templates render on, off the event loop. */
+  templateRenderThreads: number;
+  /** Wall-clock limit of one template render; over it the render's thread is terminated. */
+  templateRenderTimeoutMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -280,5 +284,7 @@ export function loadConfig(env: Env = process.env): Config {
     customDomainRecheckMaxMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_MAX_MS', 3_600_000, 1),
     dnsServers: dnsServers(text(env, 'DNS_SERVERS')),
     ...mailSettings(env),
+    templateRenderThreads: integer(env, 'TEMPLATE_RENDER_THREADS', 2, 1),
+    templateRenderTimeoutMs: integer(env, 'TEMPLATE_RENDER_TIMEOUT_MS', 1000, 1),
   };
 }

@@ -16,6 +16,8 @@ export async function serve(config: Config): Promise<void> {
   const app = await buildApp(services, { https });
   const { tenant, admin } = await bootstrap(services);
 
+  // A verification email does not wait for a render thread to start.
+  services.templateRenderer.start();
   await app.listen({ port: config.port, host: config.host });
   const scheme = https ? 'https' : 'http';
   const lines = [

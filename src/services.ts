@@ -20,6 +20,7 @@ import { DeliveryWorker } from './delivery/worker.ts';
 import { endpointGuardFor } from './delivery/endpoint-guard.ts';
 import { EventStreamService } from './modules/event-streams/service.ts';
 import { EmailTemplateService } from './modules/email-templates/service.ts';
+import { TemplateRenderer } from './modules/email-templates/renderer.ts';
 import { VerificationEmailService } from './modules/emails/service.ts';
 import { JobService } from './modules/jobs/service.ts';
 import { TicketService } from './modules/tickets/service.ts';
@@ -48,6 +49,8 @@ export interface Services {
   eventStreams: EventStreamService;
   /** The outbox worker; absent when DELIVERY_WORKER=false, and for CLI commands. */
   deliveryWorker: DeliveryWorker | undefined;
+  /** The threads email templates render on, off the event loop. */
+  templateRenderer: TemplateRenderer;
   emailTemplates: EmailTemplateService;
   tickets: TicketService;
   verificationEmails: VerificationEmailService;
@@ -123,9 +126,10 @@ export async function createServices(config: Config, options: ServiceOptions = {
     ? new DeliveryWorker(database, eventStreams, config, endpointGuard, deliveryWakeup)
     : undefined;
   deliveryWorker?.start();
-  const emailTemplates = new EmailTemplateService(database);
+  const templateRenderer = new TemplateRenderer({ threads: config.templateRenderThreads, timeoutMs: config.templateRenderTimeoutMs });
+  const emailTemplates = new EmailTemplateService(database, templateRenderer);
   const tickets = new TicketService(database, users);
-  const verificationEmails = new VerificationEmailService(secretBox, customDomains, emailTemplates, tickets, { mailFrom: config.mailFrom });
+  const verificationEmails = new VerificationEmailService(secretBox, customDomains, emailTemplates, tickets, templateRenderer, { mailFrom: config.mailFrom });
   // Without SMTP_URL, emails land in the development mailbox, readable with `tenantry mailbox`.
   const mailWorker = background && config.mailWorker
     ? new MailWorker(
@@ -156,6 +160,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     verificationRechecks,
     eventStreams,
     deliveryWorker,
+    templateRenderer,
     emailTemplates,
     tickets,
     verificationEmails,
@@ -168,6 +173,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       closed ??= (async () => {
         await deliveryWorker?.stop();
         await mailWorker?.stop();
+        await templateRenderer.close();
         await verificationRechecks.stop();
         await Promise.all([rateLimiter, anonymousRateLimiter, tokenFailureLimiters.perClient, tokenFailureLimiters.perAddress].map((l) => l.close()));
         await customDomainCertificates.close();

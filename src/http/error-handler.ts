@@ -27,6 +27,7 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
       request.log.error({ err: raw }, 'request failed');
       return reply.code(500).send({ statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
     }
+    if (error.logAtWarn) request.log.warn({ tenant: request.tenant?.id, statusCode: error.statusCode, errorCode: error.errorCode }, error.message);
     if (error.headers) reply.headers(error.headers);
     return reply.code(error.statusCode).send(error.toBody());
   });

@@ -5,6 +5,9 @@ import { STATUS_CODES } from 'node:http';
  * `{statusCode, error, message, errorCode?, attributes?}` — the original's shape and key order.
  */
 export class ApiError extends Error {
+  /** Set on refusals the operator should see as well as the client: the error handler logs them at warn. */
+  logAtWarn = false;
+
   constructor(
     readonly statusCode: number,
     message: string,
@@ -72,8 +75,8 @@ export function unsupportedMediaType(contentType: string | undefined): ApiError 
   return new ApiError(415, `Unsupported Media Type: ${contentType ?? '(none)'}`, 'unsupported_media_type');
 }
 
-export function tooManyRequests(): ApiError {
-  return new ApiError(429, 'Global limit has been reached', 'too_many_requests');
+export function tooManyRequests(message = 'Global limit has been reached'): ApiError {
+  return new ApiError(429, message, 'too_many_requests');
 }
 
 /** A condition that passes (see src/db/unavailable.ts): the SDK, like any HTTP client, retries a 503 after Retry-After. */

@@ -1,34 +1,5 @@
-import { Liquid } from 'liquidjs';
-import addressparser from 'nodemailer/lib/addressparser';
 import { ApiError, badRequest } from '../../http/errors.ts';
-
-/**
- * Liquid as the templates use it. Tags that read files (`include`, `render`, `layout`) are removed, so
- * a template can never pull a file of the server into an email; unknown filters are parse errors; only
- * own properties of the variables are reachable; parsing and rendering are bounded in time and memory,
- * because templates run on the request path.
- */
-function engine(outputEscape: 'escape' | undefined): Liquid {
-  const liquid = new Liquid({
-    strictFilters: true,
-    ownPropertyOnly: true,
-    templates: {},
-    ...(outputEscape ? { outputEscape } : {}),
-    parseLimit: 200_000,
-    renderLimit: 1_000,
-    memoryLimit: 10_000_000,
-  });
-  for (const tag of ['include', 'render', 'layout']) delete liquid.tags[tag];
-  return liquid;
-}
-
-/** The body is HTML: `{{ … }}` output is HTML-escaped unless a template says `| raw`. */
-const html = engine('escape');
-/** Subject and From are header text: escaping would put `&amp;` in them. */
-const text = engine(undefined);
-
-export type TemplatePart = 'body' | 'subject' | 'from';
-const engineFor = (part: TemplatePart) => (part === 'body' ? html : text);
+import { RenderFailure, type PartSource, type TemplatePart, type TemplateRenderer } from './renderer.ts';
 
 /** What a verify_email template is rendered with. */
 export interface TemplateVariables {
@@ -38,6 +9,9 @@ export interface TemplateVariables {
   custom_domain: { domain: string; domain_metadata: Record<string, string> };
 }
 
+/** Liquid members of a template, by part. */
+export type TemplateSources = Partial<Record<TemplatePart, string>>;
+
 /** A context like a real one, to try a template out when it is saved. */
 const SAMPLE: TemplateVariables = {
   user: { user_id: 'svc|000000000000000000000000', email: 'jane@example.com', email_verified: false, name: 'jane@example.com', nickname: 'jane', user_metadata: {}, app_metadata: {} },
@@ -46,38 +20,48 @@ const SAMPLE: TemplateVariables = {
   custom_domain: { domain: 'login.example.com', domain_metadata: {} },
 };
 
-const firstLine = (error: unknown) => String((error as Error)?.message ?? error).split('\n')[0];
+/** The order parts are rendered and checked in: the first that fails is the one reported. */
+const PARTS: readonly TemplatePart[] = ['body', 'subject', 'from'];
+
+const partsOf = (sources: TemplateSources): PartSource[] =>
+  PARTS.flatMap((part) => (sources[part] === undefined ? [] : [{ part, source: sources[part] }]));
+
+/** A RenderFailure as the client sees it; a render stopped over the time or memory limit is also logged for the operator. */
+function refusal(error: unknown, toApiError: (failure: RenderFailure) => ApiError): never {
+  if (!(error instanceof RenderFailure)) throw error;
+  const refused = toApiError(error);
+  refused.logAtWarn = error.kind === 'stopped';
+  throw refused;
+}
 
 /**
- * Refuses a template that does not parse, or that fails when rendered with a sample context (over the
- * time or memory bounds, say), with a 400 naming the member and Liquid's reason.
+ * Refuses templates that do not parse, or that fail when rendered with a sample context (over the time
+ * or memory bounds, say), with a 400 naming the member and Liquid's reason; `from` must render to one
+ * email address.
  */
-export async function checkTemplate(part: TemplatePart, source: string): Promise<void> {
-  let rendered: string;
+export async function checkTemplates(renderer: TemplateRenderer, sources: TemplateSources): Promise<void> {
   try {
-    const liquid = engineFor(part);
-    rendered = await liquid.render(liquid.parse(source), SAMPLE);
+    await renderer.render(partsOf(sources), SAMPLE);
   } catch (error) {
-    throw badRequest.body(`Invalid Liquid template in ${part}: ${firstLine(error)}`);
-  }
-  if (part === 'from' && !isAddress(rendered)) {
-    throw badRequest.body(`Invalid from: "${source}" is not an email address (e.g. "Acme <no-reply@acme.example>").`);
+    refusal(error, (failure) =>
+      failure.kind === 'not_an_address'
+        ? badRequest.body(`Invalid from: "${sources.from}" is not an email address (e.g. "Acme <no-reply@acme.example>").`)
+        : badRequest.body(`Invalid Liquid template in ${failure.part}: ${failure.reason}`));
   }
 }
 
-function isAddress(value: string): boolean {
-  const parsed = addressparser(value, { flatten: true });
-  return parsed.length === 1 && /^[^@\s]+@[^@\s]+$/.test(parsed[0]!.address ?? '');
-}
-
-export async function renderTemplate(part: TemplatePart, source: string, variables: TemplateVariables): Promise<string> {
+/** Each part given, rendered: the body as HTML, subject and from as one line of header text. */
+export async function renderTemplates<S extends TemplateSources>(
+  renderer: TemplateRenderer,
+  sources: S,
+  variables: TemplateVariables,
+): Promise<{ [K in keyof S]: string }> {
+  const parts = partsOf(sources);
   try {
-    const liquid = engineFor(part);
-    const rendered = await liquid.render(liquid.parse(source), variables);
-    if (part === 'from' && !isAddress(rendered)) throw new Error(`from renders to "${rendered}", which is not an email address`);
-    return part === 'body' ? rendered : rendered.replace(/[\r\n]+/g, ' ').trim();
+    const outputs = await renderer.render(parts, variables);
+    return Object.fromEntries(parts.map(({ part }, i) => [part, outputs[i]])) as { [K in keyof S]: string };
   } catch (error) {
     // A saved template passed the checks above; what fails now depends on this user's data.
-    throw new ApiError(400, `The verify_email template could not be rendered: ${firstLine(error)}`, 'template_render_error');
+    refusal(error, (failure) => new ApiError(400, `The verify_email template could not be rendered: ${failure.reason}`, 'template_render_error'));
   }
 }

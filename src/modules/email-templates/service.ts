@@ -3,7 +3,8 @@ import type { Database } from '../../db/database.ts';
 import { now, uniqueOr } from '../../db/database.ts';
 import type { EmailTemplatesTable } from '../../db/schema.ts';
 import { conflict } from '../../http/errors.ts';
-import { checkTemplate } from './liquid.ts';
+import { checkTemplates } from './liquid.ts';
+import type { TemplateRenderer } from './renderer.ts';
 import type { CreateEmailTemplateBody, EmailTemplate, TemplateName, UpdateEmailTemplateBody } from './schema.ts';
 
 /**
@@ -86,19 +87,15 @@ function toRow(tenantId: string, template: EmailTemplate, at: string): Row {
   };
 }
 
-/** Liquid members given are checked before anything is stored: a template that does not render is never saved. */
-async function checkChanges(changes: Changes): Promise<void> {
-  if (typeof changes.body === 'string') await checkTemplate('body', changes.body);
-  if (typeof changes.subject === 'string') await checkTemplate('subject', changes.subject);
-  if (typeof changes.from === 'string') await checkTemplate('from', changes.from);
-}
-
 /**
  * Email templates. A tenant uses the built-in default of a template until it stores its own (POST the
  * first time, or PATCH, which starts from the default).
  */
 export class EmailTemplateService {
-  constructor(private readonly database: Database) {}
+  constructor(
+    private readonly database: Database,
+    private readonly renderer: TemplateRenderer,
+  ) {}
 
   async get(tenantId: string, name: TemplateName): Promise<EmailTemplate> {
     const row = await this.database.db
@@ -113,7 +110,7 @@ export class EmailTemplateService {
   /** 201 when the tenant has no template of its own by that name yet; 409 once it has. */
   async create(tenantId: string, input: CreateEmailTemplateBody): Promise<EmailTemplate> {
     const { template: name, ...changes } = input;
-    await checkChanges(changes);
+    await this.checkChanges(changes);
     const template = merge(DEFAULTS[name], changes);
     const insert = this.database.db.insertInto('email_templates').values(toRow(tenantId, template, now())).execute();
     await uniqueOr(insert, () => conflict(`Template ${name} already exists.`));
@@ -123,7 +120,7 @@ export class EmailTemplateService {
   async update(tenantId: string, name: TemplateName, input: UpdateEmailTemplateBody): Promise<EmailTemplate> {
     // The body's `template`, if sent, is validated to be a supported name, i.e. the path's.
     const { template: _named, ...changes } = input;
-    await checkChanges(changes);
+    await this.checkChanges(changes);
     return this.database.db.transaction().execute(async (trx) => {
       const at = now();
       // The default is stored first, so the row exists to lock: concurrent PATCHes apply one after another.
@@ -143,6 +140,15 @@ export class EmailTemplateService {
       const { tenant_id: _tenant, template: _name, ...set } = toRow(tenantId, template, at);
       await trx.updateTable('email_templates').set(set).where('tenant_id', '=', tenantId).where('template', '=', name).execute();
       return template;
+    });
+  }
+
+  /** Liquid members given are checked before anything is stored: a template that does not render is never saved. */
+  private checkChanges({ body, subject, from }: Changes): Promise<void> {
+    return checkTemplates(this.renderer, {
+      ...(typeof body === 'string' ? { body } : {}),
+      ...(typeof subject === 'string' ? { subject } : {}),
+      ...(typeof from === 'string' ? { from } : {}),
     });
   }
 }

@@ -3,7 +3,8 @@ import { ApiError } from '../../http/errors.ts';
 import { queueEmail } from '../../mail/outbox.ts';
 import type { SecretBox } from '../../secret-box.ts';
 import type { CustomDomainService } from '../custom-domains/service.ts';
-import { renderTemplate } from '../email-templates/liquid.ts';
+import { renderTemplates } from '../email-templates/liquid.ts';
+import type { TemplateRenderer } from '../email-templates/renderer.ts';
 import type { EmailTemplate } from '../email-templates/schema.ts';
 import type { EmailTemplateService } from '../email-templates/service.ts';
 import type { Tenant } from '../tenants/service.ts';
@@ -35,6 +36,7 @@ export class VerificationEmailService {
     private readonly customDomains: CustomDomainService,
     private readonly templates: EmailTemplateService,
     private readonly tickets: TicketService,
+    private readonly renderer: TemplateRenderer,
     private readonly settings: { mailFrom: string | undefined },
   ) {}
 
@@ -73,13 +75,18 @@ export class VerificationEmailService {
     });
     const variables = { user, url: ticket.url, tenant: tenant.id, custom_domain: context };
     const host = context.domain.replace(/:\d+$/, '');
+    const { from, subject, body } = await renderTemplates(
+      this.renderer,
+      { body: template.body, subject: template.subject, ...(template.from === undefined ? {} : { from: template.from }) },
+      variables,
+    );
     const email = {
       tenantId: tenant.id,
       template: template.template,
       to: user.email,
-      from: template.from !== undefined ? await renderTemplate('from', template.from, variables) : (this.settings.mailFrom ?? `no-reply@${host}`),
-      subject: await renderTemplate('subject', template.subject, variables),
-      html: await renderTemplate('body', template.body, variables),
+      from: from ?? this.settings.mailFrom ?? `no-reply@${host}`,
+      subject,
+      html: body,
     };
     return async (trx) => {
       await this.tickets.store(trx, ticket);

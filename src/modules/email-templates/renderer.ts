@@ -1,0 +1,186 @@
+import { Worker } from 'node:worker_threads';
+import { tooManyRequests } from '../../http/errors.ts';
+
+export type TemplatePart = 'body' | 'subject' | 'from';
+export interface PartSource {
+  part: TemplatePart;
+  source: string;
+}
+
+/** What the main thread asks of a render thread: these parts, in order, with these variables. */
+export interface RenderJob {
+  parts: PartSource[];
+  variables: object;
+}
+
+/** What a render thread is started with. */
+export interface WorkerSettings {
+  timeoutMs: number;
+}
+
+/** What a render thread answers: once that it is ready, then each part's output until one fails. */
+export type FromWorker =
+  | { kind: 'ready' }
+  | { kind: 'rendered'; output: string }
+  | { kind: 'failed'; reason: string; notAnAddress: boolean };
+
+/** A part that did not render: Liquid's reason, a `from` that is no address, or a thread stopped over its limit. */
+export class RenderFailure extends Error {
+  constructor(readonly part: TemplatePart, readonly reason: string, readonly kind: 'liquid' | 'not_an_address' | 'stopped') {
+    super(reason);
+  }
+}
+
+export interface RendererSettings {
+  threads: number;
+  /** Wall-clock limit of one render job (all its parts); over it the thread is terminated. */
+  timeoutMs: number;
+}
+
+/** At most this many renders wait per thread; more are refused at once, so a flood of slow templates queues bounded work. */
+const QUEUED_PER_THREAD = 4;
+/** A thread's own heap limit: liquidjs's memory limit counts most allocations; this stops the rest. */
+const THREAD_HEAP_MB = 256;
+
+interface Pending {
+  job: RenderJob;
+  resolve(outputs: string[]): void;
+  reject(error: Error): void;
+}
+
+interface Thread {
+  worker: Worker;
+  ready: boolean;
+  running: { pending: Pending; outputs: string[]; timer: NodeJS.Timeout } | undefined;
+}
+
+// The worker file beside this one, with this module's own extension: .ts when sources run through
+// tsx, .js once compiled.
+const extension = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
+const entry = new URL(`./render-worker${extension}`, import.meta.url);
+
+function startWorker(workerData: WorkerSettings): Worker {
+  const options = { workerData, resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB } };
+  if (extension !== '.ts') return new Worker(entry, options);
+  // Node 20 applies no module hooks to a worker's entry (not even from its --import): the thread
+  // registers tsx itself, then loads the TypeScript entry.
+  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
+  return new Worker(`import(${tsx}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`, { ...options, eval: true });
+}
+
+/**
+ * Renders email templates off the event loop, on a small pool of threads started on first use (or by
+ * start()) and kept. liquidjs checks its time limit only between nodes, so one filter looping over a huge range
+ * would otherwise hold the event loop (and every other request) for as long as it runs. A job that
+ * exceeds the wall-clock limit has its thread terminated mid-render, and a new thread takes its place.
+ */
+export class TemplateRenderer {
+  private readonly threads = new Set<Thread>();
+  private readonly queue: Pending[] = [];
+  private closed = false;
+
+  constructor(private readonly settings: RendererSettings) {}
+
+  /** Starts the threads now rather than on the first render, which would wait for them. */
+  start(): void {
+    while (!this.closed && this.threads.size < this.settings.threads) this.spawn();
+  }
+
+  /** Each part's output, in order; rejects with a RenderFailure for the first part that fails, or a 429 when too many wait. */
+  render(parts: PartSource[], variables: object): Promise<string[]> {
+    if (parts.length === 0) return Promise.resolve([]);
+    if (this.closed) return Promise.reject(new Error('The template renderer is closed.'));
+    if (this.queue.length >= QUEUED_PER_THREAD * this.settings.threads) {
+      return Promise.reject(tooManyRequests('Too many email templates are being rendered at once; try again shortly.'));
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ job: { parts, variables }, resolve, reject });
+      this.dispatch();
+    });
+  }
+
+  /** Terminates the threads; renders in flight or waiting fail. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const closing = new Error('The template renderer is closed.');
+    for (const pending of this.queue.splice(0)) pending.reject(closing);
+    const threads = [...this.threads];
+    this.threads.clear();
+    for (const thread of threads) {
+      clearTimeout(thread.running?.timer);
+      thread.running?.pending.reject(closing);
+    }
+    await Promise.all(threads.map((thread) => thread.worker.terminate()));
+  }
+
+  private dispatch(): void {
+    for (const thread of this.threads) {
+      if (!thread.ready || thread.running) continue;
+      const next = this.queue.shift();
+      if (!next) return;
+      this.run(thread, next);
+    }
+    while (this.queue.length > 0 && this.threads.size < this.settings.threads) this.spawn();
+  }
+
+  private spawn(): void {
+    const thread: Thread = { worker: startWorker({ timeoutMs: this.settings.timeoutMs }), ready: false, running: undefined };
+    this.threads.add(thread);
+    // An idle thread does not keep the process alive; a render in flight does, through its timer.
+    thread.worker.unref();
+    thread.worker.on('message', (message: FromWorker) => this.received(thread, message));
+    thread.worker.on('error', (error) => this.crashed(thread, error));
+    thread.worker.on('exit', () => this.threads.delete(thread));
+  }
+
+  private run(thread: Thread, pending: Pending): void {
+    const timer = setTimeout(() => this.stop(thread, `rendering took longer than the limit of ${this.settings.timeoutMs} ms`), this.settings.timeoutMs);
+    thread.running = { pending, outputs: [], timer };
+    thread.worker.postMessage(pending.job);
+  }
+
+  private received(thread: Thread, message: FromWorker): void {
+    if (message.kind === 'ready') {
+      thread.ready = true;
+      this.dispatch();
+      return;
+    }
+    const running = thread.running;
+    if (!running) return;
+    const { pending, outputs } = running;
+    if (message.kind === 'rendered') {
+      outputs.push(message.output);
+      if (outputs.length < pending.job.parts.length) return;
+      pending.resolve(outputs);
+    } else {
+      pending.reject(new RenderFailure(pending.job.parts[outputs.length]!.part, message.reason, message.notAnAddress ? 'not_an_address' : 'liquid'));
+    }
+    clearTimeout(running.timer);
+    thread.running = undefined;
+    this.dispatch();
+  }
+
+  /** Ends the job running on the thread, and the thread with it; a fresh thread takes its place at once. */
+  private stop(thread: Thread, reason: string): void {
+    const running = thread.running;
+    this.threads.delete(thread);
+    void thread.worker.terminate();
+    thread.running = undefined;
+    if (running) {
+      clearTimeout(running.timer);
+      running.pending.reject(new RenderFailure(running.pending.job.parts[running.outputs.length]!.part, reason, 'stopped'));
+    }
+    if (!this.closed) this.spawn();
+  }
+
+  private crashed(thread: Thread, error: Error): void {
+    if (thread.running) {
+      const outOfMemory = (error as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY';
+      this.stop(thread, outOfMemory ? `rendering used more than the memory limit of ${THREAD_HEAP_MB} MB` : `rendering failed: ${error.message}`);
+      return;
+    }
+    this.threads.delete(thread);
+    // A thread that cannot even start would leave the waiting renders waiting for ever.
+    if (!thread.ready) for (const pending of this.queue.splice(0)) pending.reject(error);
+  }
+}
