@@ -11,6 +11,8 @@ export interface QueuedEmail {
   to: string;
   subject: string;
   html: string;
+  /** Set when the email could not even be rendered: it is recorded failed with this reason, and never sent. */
+  failure?: string;
 }
 
 /**
@@ -30,12 +32,12 @@ export async function queueEmail(trx: Tx, secretBox: SecretBox, email: QueuedEma
       recipient: email.to,
       sender: email.from,
       subject: email.subject,
-      body: secretBox.seal(email.html),
-      status: 'pending',
+      body: email.failure === undefined ? secretBox.seal(email.html) : null,
+      status: email.failure === undefined ? 'pending' : 'failed',
       attempt_count: 0,
       next_attempt_at: at,
       claimed_until: null,
-      last_error: null,
+      last_error: email.failure ?? null,
       created_at: at,
       updated_at: at,
       sent_at: null,

@@ -38,6 +38,8 @@ export class VerificationEmailService {
     private readonly tickets: TicketService,
     private readonly renderer: TemplateRenderer,
     private readonly settings: { mailFrom: string | undefined },
+    private readonly warn: (fields: Record<string, unknown>, message: string) => void =
+      (fields, message) => console.warn(JSON.stringify({ level: 40, time: Date.now(), ...fields, msg: message })),
   ) {}
 
   domainContext(tenant: Tenant, headers: CustomDomainHeaders): Promise<DomainContext> {
@@ -75,16 +77,28 @@ export class VerificationEmailService {
     });
     const variables = { user, url: ticket.url, tenant: tenant.id, custom_domain: context };
     const host = context.domain.replace(/:\d+$/, '');
-    const { from, subject, body } = await renderTemplates(
-      this.renderer,
-      { body: template.body, subject: template.subject, ...(template.from === undefined ? {} : { from: template.from }) },
-      variables,
-    );
+    const sender = this.settings.mailFrom ?? `no-reply@${host}`;
+    let rendered: { from?: string; subject: string; body: string };
+    try {
+      rendered = await renderTemplates(
+        this.renderer,
+        { body: template.body, subject: template.subject, ...(template.from === undefined ? {} : { from: template.from }) },
+        variables,
+      );
+    } catch (error) {
+      // Over the time or memory limit for this user's data: the change that sends the email still goes
+      // through, and the email is recorded failed with the reason, for the operator and the job to see.
+      if (!(error instanceof ApiError && error.logAtWarn)) throw error;
+      this.warn({ tenant: tenant.id, template: template.template, reason: error.message }, 'verification email not rendered: over the render limit');
+      const failed = { tenantId: tenant.id, template: template.template, to: user.email, from: sender, subject: '', html: '', failure: error.message };
+      return (trx) => queueEmail(trx, this.secretBox, failed);
+    }
+    const { from, subject, body } = rendered;
     const email = {
       tenantId: tenant.id,
       template: template.template,
       to: user.email,
-      from: from ?? this.settings.mailFrom ?? `no-reply@${host}`,
+      from: from ?? sender,
       subject,
       html: body,
     };
