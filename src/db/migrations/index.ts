@@ -9,6 +9,7 @@ import * as customDomainRechecks from './007_custom_domain_rechecks.ts';
 import * as customDomainCertificates from './008_custom_domain_certificates.ts';
 import * as emails from './009_emails.ts';
 import * as ticketUserIndex from './010_ticket_user_index.ts';
+import * as eventStreamCircuit from './011_event_stream_circuit.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '008_custom_domain_certificates': customDomainCertificates,
   '009_emails': emails,
   '010_ticket_user_index': ticketUserIndex,
+  '011_event_stream_circuit': eventStreamCircuit,
 };
