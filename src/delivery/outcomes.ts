@@ -35,7 +35,8 @@ const SQLITE_INSERT = `
 /** The stream's run of failures once the batch's outcomes for it are counted (`t`: the batch's tally, `s`: the stream). */
 const NEXT_RUN = `((CASE WHEN t.reset THEN 0 ELSE s.consecutive_failures END) + t.failures)`;
 
-// The outcomes' order (ordinality) tells which failures came after the stream's last success. The streams
+// The outcomes' order (ordinality) tells which failures came after the stream's last success. A failure
+// of a send that began before the circuit opened does not extend it (see CircuitRules). The streams
 // whose run changes are locked in id order first, so two nodes recording at once cannot deadlock.
 const POSTGRES_RECORD = `
   WITH outcome AS (
@@ -68,7 +69,8 @@ const POSTGRES_RECORD = `
     UPDATE event_streams s SET
       consecutive_failures = ${NEXT_RUN},
       circuit_open_until = CASE
-        WHEN t.failures > 0 AND ${NEXT_RUN} >= $13 THEN
+        WHEN t.failures > 0 AND ${NEXT_RUN} >= $13
+          AND (t.reset OR s.circuit_open_until IS NULL OR s.circuit_open_until <= to_char(now() AT TIME ZONE 'UTC', ${PG_ISO})) THEN
           to_char((now() + $14::float8 * (1 << least(${NEXT_RUN} - $13, 6)) * interval '1 millisecond') AT TIME ZONE 'UTC', ${PG_ISO})
         WHEN t.reset THEN NULL ELSE s.circuit_open_until END,
       status = CASE WHEN s.status = 'enabled' AND $15 > 0 AND ${NEXT_RUN} >= $15 THEN 'disabled' ELSE s.status END,
@@ -87,12 +89,16 @@ const POSTGRES_RECORD = `
 export interface CircuitRules {
   /** Failures in a row that open the circuit. */
   openAfter: number;
-  /** The open circuit's first wait; doubled for each further failure (each failed probe), up to 64 times. */
+  /**
+   * The open circuit's first wait; doubled for each failure in the run past `openAfter`, up to 64 times.
+   * Failures recorded while the circuit is open (sends that began before it opened) count toward the run
+   * but do not extend the wait: the next failure to (re)open it is the probe's.
+   */
   cooldownMs: number;
   /** Failures in a row that disable the stream; 0: never. */
   disableAfter: number;
   /** Told of each stream this recording disabled. */
-  onDisabled(streamId: string, failures: number): void;
+  onDisabled(streamId: string): void;
 }
 
 export const disabledReason = (failures: number) => `Disabled after ${failures} consecutive failed delivery attempts.`;
@@ -108,10 +114,10 @@ interface Tally {
 }
 
 type StreamRun = Pick<EventStreamsTable, 'consecutive_failures' | 'circuit_open_until' | 'status'>;
-/** How many attempts were recorded, and the streams the recording disabled with their runs of failures. */
+/** How many attempts were recorded, and the streams the recording disabled. */
 interface Recorded {
   recorded: number;
-  disabled: Array<[string, number]>;
+  disabled: string[];
 }
 
 type Recorder = BetterSqlite3.Transaction<(outcomes: readonly Outcome[], circuit: CircuitRules | undefined) => Recorded>;
@@ -145,7 +151,8 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
           const current = stream.get(id);
           if (!current) continue;
           const run = (tally.reset ? 0 : current.consecutive_failures) + tally.failures;
-          const openUntil = tally.failures > 0 && run >= circuit.openAfter
+          const open = current.circuit_open_until !== null && current.circuit_open_until > tally.at;
+          const openUntil = tally.failures > 0 && run >= circuit.openAfter && (tally.reset || !open)
             ? new Date(Date.parse(tally.at) + cooldownMs(circuit, run)).toISOString()
             : tally.reset ? null : current.circuit_open_until;
           if (run === current.consecutive_failures && openUntil === current.circuit_open_until) continue;
@@ -154,7 +161,7 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
             id, run, openUntil, status: disabled ? 'disabled' : current.status, disabled: disabled ? 1 : 0,
             reason: disabledReason(circuit.disableAfter), at: tally.at,
           });
-          if (disabled) result.disabled.push([id, run]);
+          if (disabled) result.disabled.push(id);
         }
       }
       return result;
@@ -173,7 +180,7 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
 export async function recordOutcomes(database: Database, outcomes: readonly Outcome[], circuit?: CircuitRules): Promise<number> {
   if (outcomes.length === 0) return 0;
   const { recorded, disabled } = await record(database, outcomes, circuit);
-  for (const [streamId, failures] of disabled) circuit?.onDisabled(streamId, failures);
+  for (const streamId of disabled) circuit?.onDisabled(streamId);
   return recorded;
 }
 
@@ -191,7 +198,7 @@ async function record(database: Database, outcomes: readonly Outcome[], circuit:
       ],
     });
     const row = result.rows[0]!;
-    return { recorded: row.recorded, disabled: row.disabled.map((id) => [id, circuit?.disableAfter ?? 0]) };
+    return { recorded: row.recorded, disabled: row.disabled };
   }
   const recorder = sqliteRecorder(database.sqlite!);
   // Through Kysely's connection, which it holds for the whole of any open transaction: run directly,

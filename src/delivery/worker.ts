@@ -8,7 +8,7 @@ import type { EventStreamService, PublicDestination } from '../modules/event-str
 import { live, signingKey, type StoredSigningSecret } from '../modules/event-streams/signing-secrets.ts';
 import { claimDue, releaseClaims, type Claimed } from './claim.ts';
 import type { EndpointGuard } from './endpoint-guard.ts';
-import { recordOutcomes, type CircuitRules, type Outcome } from './outcomes.ts';
+import { disabledReason, recordOutcomes, type CircuitRules, type Outcome } from './outcomes.ts';
 import { authHeader, WebhookSender, type SendOutcome, type WebhookTarget } from './send.ts';
 import type { DeliveryWakeup } from './wakeup.ts';
 
@@ -75,8 +75,8 @@ export class DeliveryWorker {
       openAfter: settings.deliveryBreakerFailures,
       cooldownMs: settings.deliveryBreakerCooldownMs,
       disableAfter: settings.deliveryDisableAfterFailures,
-      onDisabled: (streamId, failures) => onWarning(
-        `event stream ${streamId} disabled after ${failures} consecutive failed delivery attempts; PATCH {"status":"enabled"} enables it again`,
+      onDisabled: (streamId) => onWarning(
+        `event stream ${streamId} disabled: ${disabledReason(settings.deliveryDisableAfterFailures)} PATCH {"status":"enabled"} enables it again.`,
       ),
     };
     this.loop = new PollingLoop({ round: () => this.round(), afterFailureMs: () => this.untilNextRound(), onError });
