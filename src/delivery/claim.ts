@@ -1,6 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Database } from '../db/database.ts';
 import { now } from '../db/database.ts';
+import { PG_ISO, type ClaimTime } from '../db/claim-due.ts';
 import type { EventsTable, EventStreamsTable } from '../db/schema.ts';
 
 /** A claimed delivery, with what sending it needs: its event and its stream's destination. */
@@ -24,13 +25,6 @@ export interface ClaimLimits {
   breakerFailures: number;
   /** Deliveries this node has in flight, per stream. */
   running: ReadonlyMap<string, number>;
-}
-
-/** When the claim is made and how long its lease holds. */
-export interface ClaimTime {
-  leaseMs: number;
-  /** Now, unless given: the database's clock on PostgreSQL (every node shares it), this process's on SQLite. */
-  at?: string;
 }
 
 /**
@@ -78,11 +72,8 @@ const SQLITE_CLAIM = `
 const SQLITE_EVENTS = `SELECT id, tenant_id, type, time, source, data, purpose FROM events WHERE id IN (SELECT value FROM json_each(?))`;
 const SQLITE_STREAMS = `SELECT id, destination, secret, signing_secrets FROM event_streams WHERE id IN (SELECT value FROM json_each(?))`;
 
-/** PostgreSQL's timestamps written as the ISO strings stored everywhere (what Date#toISOString gives). */
-export const PG_ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
-
-// PostgreSQL: the database's clock decides what is due and until when the lease holds, so nodes whose
-// clocks differ neither take each other's leases early nor hold them late; FOR UPDATE SKIP LOCKED on
+// PostgreSQL: the database's clock decides what is due and until when the lease holds (the clock CTE is
+// claim-due.ts's pgClock with $1 and $2); FOR UPDATE SKIP LOCKED on
 // the window, so the claims of several nodes pass each other by instead of waiting; one round trip
 // brings the events and streams; a named statement is parsed and planned once per connection.
 const POSTGRES_CLAIM = `
