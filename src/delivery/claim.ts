@@ -43,8 +43,8 @@ type ClaimedRow = Pick<Claimed, 'stream_id' | 'event_id' | 'attempt_count' | 'at
 // A stream is left out while disabled or its circuit is open, and gets one send at a time (a probe) while
 // its run of failures is at least `breakerFailures`.
 //
-// SQLite: json parameters keep one statement text (one cached prepared statement) whatever the number of
-// busy streams; the events and streams of the claimed rows are read in two more statements in the same
+// SQLite: a json parameter keeps one statement text (one cached prepared statement) whatever the number
+// of streams in flight; the events and streams of the claimed rows are read in two more statements in the same
 // synchronous run, which costs less than subqueries in RETURNING.
 const SQLITE_CLAIM = `
   UPDATE deliveries SET claimed_until = :lease
@@ -73,9 +73,9 @@ const SQLITE_EVENTS = `SELECT id, tenant_id, type, time, source, data, purpose F
 const SQLITE_STREAMS = `SELECT id, destination, secret, signing_secrets FROM event_streams WHERE id IN (SELECT value FROM json_each(?))`;
 
 // PostgreSQL: the database's clock decides what is due and until when the lease holds (the clock CTE is
-// claim-due.ts's pgClock with $1 and $2); FOR UPDATE SKIP LOCKED on
-// the window, so the claims of several nodes pass each other by instead of waiting; one round trip
-// brings the events and streams; a named statement is parsed and planned once per connection.
+// claim-due.ts's pgClock with $1 and $2); FOR UPDATE SKIP LOCKED on the window, so the claims of several
+// nodes pass each other by instead of waiting; one round trip brings the events and streams; a named
+// statement is parsed and planned once per connection.
 const POSTGRES_CLAIM = `
   WITH clock AS (
     SELECT to_char(t AT TIME ZONE 'UTC', ${PG_ISO}) AS at, to_char((t + $2::float8 * interval '1 millisecond') AT TIME ZONE 'UTC', ${PG_ISO}) AS lease
