@@ -63,6 +63,12 @@ export interface Config {
   deliveryLeaseMs: number;
   deliveryConcurrency: number;
   deliveryPerStreamConcurrency: number;
+  /** Consecutive failed attempts that open a stream's circuit (its deliveries wait, then one probe goes). */
+  deliveryBreakerFailures: number;
+  /** The first wait of an open circuit; it doubles with each failed probe, up to 64 times. */
+  deliveryBreakerCooldownMs: number;
+  /** Consecutive failed attempts that disable a stream; 0: never. */
+  deliveryDisableAfterFailures: number;
   /** Suffix of the CNAME targets handed out for svc-managed custom domains. */
   customDomainEdgeDomain: string;
   /** Most custom domains one tenant may have. */
@@ -277,6 +283,9 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryLeaseMs,
     deliveryConcurrency: integer(env, 'DELIVERY_CONCURRENCY', 32, 1),
     deliveryPerStreamConcurrency: integer(env, 'DELIVERY_PER_STREAM_CONCURRENCY', 4, 1),
+    deliveryBreakerFailures: integer(env, 'DELIVERY_BREAKER_FAILURES', 5, 1),
+    deliveryBreakerCooldownMs: integer(env, 'DELIVERY_BREAKER_COOLDOWN_MS', 5000, 1),
+    deliveryDisableAfterFailures: integer(env, 'DELIVERY_DISABLE_AFTER_CONSECUTIVE_FAILURES', 500, 0),
     customDomainEdgeDomain: (text(env, 'CUSTOM_DOMAIN_EDGE_DOMAIN') ?? 'edge.tenantry.local').toLowerCase(),
     customDomainsMax: integer(env, 'CUSTOM_DOMAINS_MAX', 20, 0),
     customDomainVerifyWindowSeconds: integer(env, 'CUSTOM_DOMAIN_VERIFY_WINDOW_S', 48 * 3600, 1),

@@ -186,11 +186,11 @@ for (const kind of databaseKinds()) {
           next_check_at: far, check_count: 0, check_claimed_until: null,
         }))).execute();
         const at = '2100-01-02T00:00:00.000Z';
-        const lease = '2100-01-03T00:00:00.000Z';
+        const DAY_MS = 86_400_000;
         const drain = async (services: Services) => {
           const mine: string[] = [];
           for (;;) {
-            const batch = await claimDueRows(services.database, DUE_CHECKS, at, lease, 3);
+            const batch = await claimDueRows(services.database, DUE_CHECKS, { at, leaseMs: DAY_MS }, 3);
             if (batch.length === 0) return mine;
             // Domains of the other tests are pending too; only this test's are counted.
             mine.push(...batch.map((c) => c.id).filter((id) => ids.includes(id)));
@@ -198,8 +198,8 @@ for (const kind of databaseKinds()) {
         };
         const [a, b] = await Promise.all([drain(server.services), drain(second)]);
         assert.deepEqual([...a, ...b].sort(), ids, 'every due domain claimed exactly once');
-        assert.deepEqual(await claimDueRows(second.database, DUE_CHECKS, at, lease, 50), [], 'nothing is claimed twice while the lease runs');
-        const afterLease = await claimDueRows(second.database, DUE_CHECKS, '2100-01-04T00:00:00.000Z', '2100-01-05T00:00:00.000Z', 50);
+        assert.deepEqual(await claimDueRows(second.database, DUE_CHECKS, { at, leaseMs: DAY_MS }, 50), [], 'nothing is claimed twice while the lease runs');
+        const afterLease = await claimDueRows(second.database, DUE_CHECKS, { at: '2100-01-04T00:00:00.000Z', leaseMs: DAY_MS }, 50);
         assert.deepEqual(afterLease.map((c) => c.id).filter((id) => ids.includes(id)).sort(), ids, 'a lease that ran out is claimed again');
         await server.services.database.db.deleteFrom('custom_domains').where('id', 'in', ids).execute();
         await server.services.database.db.updateTable('custom_domains').set({ check_claimed_until: null }).where('check_claimed_until', '>=', at).execute();

@@ -446,15 +446,14 @@ for (const kind of databaseKinds()) {
     it('never hands one email to two concurrent claims', async () => {
       for (let i = 0; i < 12; i++) await queueFor(`claim${i}@example.com`);
       const at = new Date().toISOString();
-      const lease = new Date(Date.now() + 60_000).toISOString();
       const [a, b] = await Promise.all([
-        claimDueRows<{ id: string }>(server.services.database, spec, at, lease, 12),
-        claimDueRows<{ id: string }>(server.services.database, spec, at, lease, 12),
+        claimDueRows<{ id: string }>(server.services.database, spec, { at, leaseMs: 60_000 }, 12),
+        claimDueRows<{ id: string }>(server.services.database, spec, { at, leaseMs: 60_000 }, 12),
       ]);
       const ids = [...a, ...b].map((r) => r.id);
       assert.equal(ids.length, 12);
       assert.equal(new Set(ids).size, 12);
-      assert.deepEqual(await claimDueRows(server.services.database, spec, at, lease, 12), [], 'leased rows are not due');
+      assert.deepEqual(await claimDueRows(server.services.database, spec, { at, leaseMs: 60_000 }, 12), [], 'leased rows are not due');
       await server.services.database.db.deleteFrom('email_outbox').execute();
     });
 
@@ -462,7 +461,7 @@ for (const kind of databaseKinds()) {
       await queueFor('crash@example.com');
       // A worker claims it and dies: nothing but its lease is left behind.
       const leaseUntil = Date.now() + 1_500;
-      const claimed = await claimDueRows<{ id: string }>(server.services.database, spec, new Date().toISOString(), new Date(leaseUntil).toISOString(), 10);
+      const claimed = await claimDueRows<{ id: string }>(server.services.database, spec, { leaseMs: leaseUntil - Date.now() }, 10);
       assert.equal(claimed.length, 1);
       const { config } = server.services;
       const worker = new MailWorker(server.services.database, server.services.secretBox, smtpTransport(smtp.url, { timeoutMs: 10_000, concurrency: 2 }), { ...config, mailPollMs: 50 });

@@ -47,6 +47,8 @@ for (const kind of databaseKinds()) {
       return ids;
     };
     const lease = (ms: number) => new Date(Date.now() + ms).toISOString();
+    /** Every free slot open to every stream, and no stream held to one send by a run of failures. */
+    const noReserve = { reserve: 0, breakerFailures: 1000 };
 
     it('gives each stream no more than its room under the cap, and never a delivery under a lease', async () => {
       const [a, b, c] = [await stream('claim-a'), await stream('claim-b'), await stream('claim-c')];
@@ -56,7 +58,7 @@ for (const kind of databaseKinds()) {
       const db = server.services.database;
       // a has 3 in flight (room 1), c is full (left out), b is idle (room 4).
       const running = new Map([[a, 3], [c, 4]]);
-      const first = await claimDue(db, new Date().toISOString(), lease(60_000), { limit: 20, perStream: 4, running });
+      const first = await claimDue(db, { leaseMs: 60_000 }, { limit: 20, perStream: 4, ...noReserve, running });
       const per = (rows: typeof first) => Object.fromEntries([a, b, c].map((id) => [id, rows.filter((r) => r.stream_id === id).length]));
       assert.deepEqual(per(first), { [a]: 1, [b]: 4, [c]: 0 });
       for (const claim of first) {
@@ -67,19 +69,19 @@ for (const kind of databaseKinds()) {
       }
 
       // Nothing is in flight now: every stream has its full room, and what the first claim holds is not handed out again.
-      const second = await claimDue(db, new Date().toISOString(), lease(60_000), { limit: 100, perStream: 4, running: new Map() });
+      const second = await claimDue(db, { leaseMs: 60_000 }, { limit: 100, perStream: 4, ...noReserve, running: new Map() });
       assert.deepEqual(per(second), { [a]: 4, [b]: 4, [c]: 4 });
       const held = new Set(first.map((r) => `${r.stream_id} ${r.event_id}`));
       assert.ok(second.every((r) => !held.has(`${r.stream_id} ${r.event_id}`)), 'no delivery claimed twice while its lease runs');
 
       // Two claims at once (PostgreSQL: two connections) share the rest without overlap.
-      const [x, y] = await Promise.all([1, 2].map(() => claimDue(db, new Date().toISOString(), lease(60_000), { limit: 50, perStream: 50, running: new Map() })));
+      const [x, y] = await Promise.all([1, 2].map(() => claimDue(db, { leaseMs: 60_000 }, { limit: 50, perStream: 50, ...noReserve, running: new Map() })));
       const keys = [...x!, ...y!].map((r) => `${r.stream_id} ${r.event_id}`);
       assert.equal(new Set(keys).size, keys.length);
       assert.equal(keys.length, 30 - first.length - second.length, 'together they claim every delivery left');
 
       // An expired lease makes a delivery due again.
-      const expired = await claimDue(db, lease(120_000), lease(180_000), { limit: 100, perStream: 100, running: new Map() });
+      const expired = await claimDue(db, { at: lease(120_000), leaseMs: 60_000 }, { limit: 100, perStream: 100, ...noReserve, running: new Map() });
       assert.equal(expired.length, 30);
     });
 
@@ -87,7 +89,7 @@ for (const kind of databaseKinds()) {
       const s = await stream('record');
       await queue(s, 3);
       const db = server.services.database;
-      const claimed = await claimDue(db, new Date().toISOString(), lease(60_000), { limit: 3, perStream: 3, running: new Map() });
+      const claimed = await claimDue(db, { leaseMs: 60_000 }, { limit: 3, perStream: 3, ...noReserve, running: new Map() });
       assert.equal(claimed.length, 3);
       // The third was redelivered (or re-claimed elsewhere) meanwhile: its lease is not the one the attempt holds.
       await db.db.updateTable('deliveries').set({ claimed_until: lease(90_000) }).where('stream_id', '=', s).where('event_id', '=', claimed[2]!.event_id).execute();

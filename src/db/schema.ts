@@ -149,6 +149,12 @@ export interface EventStreamsTable {
   signing_secrets: string | null;
   created_at: string;
   updated_at: string;
+  /** Failed delivery attempts since the last one that succeeded (or since the stream was enabled). */
+  consecutive_failures: number;
+  /** While in the future the stream's circuit is open: none of its deliveries is claimed. */
+  circuit_open_until: string | null;
+  /** Why the server disabled the stream; null when it is enabled or was disabled through the API. */
+  status_reason: string | null;
 }
 
 /** The outbox: one row per event, written in the transaction of the change it reports. */

@@ -1,5 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Database } from '../db/database.ts';
+import { now } from '../db/database.ts';
+import { PG_ISO, type ClaimTime } from '../db/claim-due.ts';
 import type { EventsTable, EventStreamsTable } from '../db/schema.ts';
 
 /** A claimed delivery, with what sending it needs: its event and its stream's destination. */
@@ -13,65 +15,93 @@ export interface Claimed extends Omit<EventsTable, 'id'>, Pick<EventStreamsTable
 }
 
 export interface ClaimLimits {
-  /** Deliveries to claim at most. */
+  /** Deliveries to claim at most: the node's free slots. */
   limit: number;
   /** Most deliveries in flight to one stream on this node. */
   perStream: number;
+  /** Of the free slots, how many only a stream with nothing in flight on this node may take. */
+  reserve: number;
+  /** Consecutive failures after which a stream whose circuit closed again gets one send at a time (the probe). */
+  breakerFailures: number;
   /** Deliveries this node has in flight, per stream. */
   running: ReadonlyMap<string, number>;
 }
 
 /**
- * Due deliveries are looked at in this many times `limit` (oldest first); among them each stream gets
- * what its cap leaves. A stream whose backlog fills the window gets its room and the next claim,
- * with that stream full and left out, reaches the others.
+ * Due deliveries are looked at in this many times `limit` (oldest first) among the streams that can take
+ * a send now; within them each stream gets what its cap leaves. A stream whose backlog fills the window
+ * gets its room, and the next claim, with that stream left out, reaches the others.
  */
 const WINDOW_FACTOR = 2;
 
 /** What the claim statement returns; the event and stream columns are read after it (SQLite). */
 type ClaimedRow = Pick<Claimed, 'stream_id' | 'event_id' | 'attempt_count' | 'attempt_seq' | 'claimed_until'>;
 
-// SQLite: json parameters keep one statement text (one cached prepared statement) whatever the
-// number of busy streams; the events and streams of the claimed rows are read in two more statements
-// in the same synchronous run, which costs less than subqueries in RETURNING.
+// Fair shares: candidates are ranked by the send they would be for their stream (its first in flight,
+// its second, …), then by age, so every stream with due work gets a slot before any gets a second; and
+// the last `reserve` free slots go only to first sends, so streams whose sends hang cannot take them all.
+// A stream is left out while disabled or its circuit is open, and gets one send at a time (a probe) while
+// its run of failures is at least `breakerFailures`.
+//
+// SQLite: a json parameter keeps one statement text (one cached prepared statement) whatever the number
+// of streams in flight; the events and streams of the claimed rows are read in two more statements in the same
+// synchronous run, which costs less than subqueries in RETURNING.
 const SQLITE_CLAIM = `
   UPDATE deliveries SET claimed_until = :lease
   WHERE rowid IN (
     SELECT id FROM (
-      SELECT id, next_attempt_at,
-        row_number() OVER (PARTITION BY stream_id ORDER BY next_attempt_at) + coalesce(json_extract(:running, '$."' || stream_id || '"'), 0) AS slot
-      FROM (
-        SELECT rowid AS id, stream_id, next_attempt_at FROM deliveries
-        WHERE status = 'pending' AND next_attempt_at <= :at AND (claimed_until IS NULL OR claimed_until <= :at)
-          AND stream_id NOT IN (SELECT value FROM json_each(:busy))
-        ORDER BY next_attempt_at LIMIT :window
+      SELECT id, slot, row_number() OVER (ORDER BY slot, next_attempt_at) AS pos FROM (
+        SELECT id, next_attempt_at, cap, row_number() OVER (PARTITION BY stream_id ORDER BY next_attempt_at) + running AS slot
+        FROM (
+          SELECT d.rowid AS id, d.stream_id, d.next_attempt_at,
+            coalesce(json_extract(:running, '$."' || d.stream_id || '"'), 0) AS running,
+            CASE WHEN s.consecutive_failures >= :breakerFailures THEN 1 ELSE :cap END AS cap
+          FROM deliveries d JOIN event_streams s ON s.id = d.stream_id
+          WHERE d.status = 'pending' AND d.next_attempt_at <= :at AND (d.claimed_until IS NULL OR d.claimed_until <= :at)
+            AND s.status = 'enabled' AND (s.circuit_open_until IS NULL OR s.circuit_open_until <= :at)
+            AND running < cap AND (running = 0 OR :shared > 0)
+          ORDER BY d.next_attempt_at LIMIT :window
+        )
       )
+      WHERE slot <= cap
     )
-    WHERE slot <= :cap ORDER BY next_attempt_at LIMIT :limit
+    WHERE slot = 1 OR pos <= :shared
+    ORDER BY pos LIMIT :limit
   )
   RETURNING stream_id, event_id, attempt_count, attempt_seq, claimed_until`;
 const SQLITE_EVENTS = `SELECT id, tenant_id, type, time, source, data, purpose FROM events WHERE id IN (SELECT value FROM json_each(?))`;
 const SQLITE_STREAMS = `SELECT id, destination, secret, signing_secrets FROM event_streams WHERE id IN (SELECT value FROM json_each(?))`;
 
-// PostgreSQL: FOR UPDATE SKIP LOCKED on the window, so the claims of several nodes pass each other by
-// instead of waiting; one round trip brings the events and streams; a named statement is parsed and
-// planned once per connection.
+// PostgreSQL: the database's clock decides what is due and until when the lease holds (the clock CTE is
+// claim-due.ts's pgClock with $1 and $2); FOR UPDATE SKIP LOCKED on the window, so the claims of several
+// nodes pass each other by instead of waiting; one round trip brings the events and streams; a named
+// statement is parsed and planned once per connection.
 const POSTGRES_CLAIM = `
-  WITH window_rows AS (
-    SELECT stream_id, event_id, next_attempt_at FROM deliveries
-    WHERE status = 'pending' AND next_attempt_at <= $1 AND (claimed_until IS NULL OR claimed_until <= $1)
-      AND NOT (stream_id = ANY($2::text[]))
-    ORDER BY next_attempt_at LIMIT $3
-    FOR UPDATE SKIP LOCKED
+  WITH clock AS (
+    SELECT to_char(t AT TIME ZONE 'UTC', ${PG_ISO}) AS at, to_char((t + $2::float8 * interval '1 millisecond') AT TIME ZONE 'UTC', ${PG_ISO}) AS lease
+    FROM (SELECT coalesce($1::timestamptz, now()) AS t) n
+  ), window_rows AS (
+    SELECT d.stream_id, d.event_id, d.next_attempt_at, r.running, r.cap
+    FROM clock, deliveries d JOIN event_streams s ON s.id = d.stream_id
+      CROSS JOIN LATERAL (SELECT coalesce(($3::jsonb ->> d.stream_id)::int, 0) AS running,
+        CASE WHEN s.consecutive_failures >= $4 THEN 1 ELSE $5 END AS cap) r
+    WHERE d.status = 'pending' AND d.next_attempt_at <= clock.at AND (d.claimed_until IS NULL OR d.claimed_until <= clock.at)
+      AND s.status = 'enabled' AND (s.circuit_open_until IS NULL OR s.circuit_open_until <= clock.at)
+      AND r.running < r.cap AND (r.running = 0 OR $6 > 0)
+    ORDER BY d.next_attempt_at LIMIT $7
+    FOR UPDATE OF d SKIP LOCKED
   ), chosen AS (
     SELECT stream_id, event_id FROM (
-      SELECT stream_id, event_id, next_attempt_at,
-        row_number() OVER (PARTITION BY stream_id ORDER BY next_attempt_at) + coalesce(($4::jsonb ->> stream_id)::int, 0) AS slot
-      FROM window_rows
-    ) ranked
-    WHERE slot <= $5 ORDER BY next_attempt_at LIMIT $6
+      SELECT stream_id, event_id, slot, row_number() OVER (ORDER BY slot, next_attempt_at) AS pos FROM (
+        SELECT stream_id, event_id, next_attempt_at, cap,
+          row_number() OVER (PARTITION BY stream_id ORDER BY next_attempt_at) + running AS slot
+        FROM window_rows
+      ) ranked
+      WHERE slot <= cap
+    ) placed
+    WHERE slot = 1 OR pos <= $6 ORDER BY pos LIMIT $8
   ), claimed AS (
-    UPDATE deliveries d SET claimed_until = $7 FROM chosen c
+    UPDATE deliveries d SET claimed_until = clock.lease FROM chosen c, clock
     WHERE d.stream_id = c.stream_id AND d.event_id = c.event_id
     RETURNING d.stream_id, d.event_id, d.attempt_count, d.attempt_seq, d.claimed_until
   )
@@ -98,26 +128,30 @@ function sqliteClaim(sqlite: BetterSqlite3.Database): SqliteClaim {
 }
 
 /**
- * Claims up to `limit` due deliveries with a lease until `leaseUntil`, in one statement, so two
- * workers (or two nodes) never claim the same delivery while its lease runs. A worker that dies
- * mid-send leaves its lease to expire; the delivery is then claimed again (at-least-once). No stream
- * gets more than its room under the per-stream cap.
+ * Claims up to `limit` due deliveries with a lease of `time.leaseMs`, in one statement, so two workers
+ * (or two nodes) never claim the same delivery while its lease runs. A worker that dies mid-send leaves
+ * its lease to expire; the delivery is then claimed again (at-least-once). No stream gets more than its
+ * room under the per-stream cap, and every stream with due work gets a turn (see SQLITE_CLAIM).
  */
-export async function claimDue(database: Database, at: string, leaseUntil: string, limits: ClaimLimits): Promise<Claimed[]> {
+export async function claimDue(database: Database, time: ClaimTime, limits: ClaimLimits): Promise<Claimed[]> {
   if (limits.limit <= 0) return [];
-  const busy = [...limits.running].filter(([, n]) => n >= limits.perStream).map(([id]) => id);
   const running = JSON.stringify(Object.fromEntries(limits.running));
   const window = limits.limit * WINDOW_FACTOR;
+  const shared = limits.limit - limits.reserve;
   if (database.pool) {
     const result = await database.pool.query<Claimed>({
       name: 'tenantry_claim_deliveries',
       text: POSTGRES_CLAIM,
-      values: [at, busy, window, running, limits.perStream, limits.limit, leaseUntil],
+      values: [time.at ?? null, time.leaseMs, running, limits.breakerFailures, limits.perStream, shared, window, limits.limit],
     });
     return result.rows;
   }
   const statements = sqliteClaim(database.sqlite!);
-  const parameters = { at, lease: leaseUntil, busy: JSON.stringify(busy), running, window, cap: limits.perStream, limit: limits.limit };
+  const at = time.at ?? now();
+  const parameters = {
+    at, lease: new Date(Date.parse(at) + time.leaseMs).toISOString(), running, window, shared,
+    cap: limits.perStream, breakerFailures: limits.breakerFailures, limit: limits.limit,
+  };
   // Through Kysely's connection, which it holds for the whole of any open transaction: run directly,
   // the statement could land inside another caller's transaction.
   return database.db.connection().execute(async () => {

@@ -1,6 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Database } from '../db/database.ts';
-import type { DeliveriesTable, DeliveryAttemptsTable } from '../db/schema.ts';
+import type { DeliveriesTable, DeliveryAttemptsTable, EventStreamsTable } from '../db/schema.ts';
+import { PG_ISO } from '../db/claim-due.ts';
 
 /** One finished attempt: the delivery's next state and the attempt's row. */
 export interface Outcome {
@@ -31,22 +32,95 @@ const SQLITE_INSERT = `
   INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp, error_message, duration)
   VALUES (:stream_id, :event_id, :seq, :attempt_status, :at, :error_message, :duration)`;
 
+/** The stream's run of failures once the batch's outcomes for it are counted (`t`: the batch's tally, `s`: the stream). */
+const NEXT_RUN = `((CASE WHEN t.reset THEN 0 ELSE s.consecutive_failures END) + t.failures)`;
+
+// The outcomes' order (ordinality) tells which failures came after the stream's last success. A failure
+// of a send that began before the circuit opened does not extend it (see CircuitRules). The streams
+// whose run changes are locked in id order first, so two nodes recording at once cannot deadlock.
 const POSTGRES_RECORD = `
   WITH outcome AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::float8[])
-      AS o(stream_id, event_id, lease, status, attempt_count, next_attempt_at, at, seq, attempt_status, error_message, duration)
+      WITH ORDINALITY AS o(stream_id, event_id, lease, status, attempt_count, next_attempt_at, at, seq, attempt_status, error_message, duration, ord)
   ), updated AS (
     UPDATE deliveries d SET status = o.status, attempt_count = o.attempt_count, attempt_seq = d.attempt_seq + 1,
       next_attempt_at = o.next_attempt_at, claimed_until = NULL, updated_at = o.at
     FROM outcome o
     WHERE d.stream_id = o.stream_id AND d.event_id = o.event_id AND d.status = 'pending' AND d.claimed_until = o.lease
     RETURNING d.stream_id, d.event_id
+  ), recorded AS (
+    SELECT o.* FROM updated u JOIN outcome o ON o.stream_id = u.stream_id AND o.event_id = u.event_id
+  ), inserted AS (
+    INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp, error_message, duration)
+    SELECT stream_id, event_id, seq, attempt_status, at, error_message, duration FROM recorded
+    RETURNING 1
+  ), tally AS (
+    SELECT stream_id, bool_or(attempt_status = 'delivered') AS reset,
+      count(*) FILTER (WHERE attempt_status = 'failed' AND ord > last_success)::int AS failures, max(at) AS at
+    FROM (
+      SELECT *, coalesce(max(ord) FILTER (WHERE attempt_status = 'delivered') OVER (PARTITION BY stream_id), 0) AS last_success FROM recorded
+    ) r
+    GROUP BY stream_id
+  ), locked AS (
+    SELECT s.id FROM event_streams s JOIN tally t ON t.stream_id = s.id
+    WHERE $12 AND (t.failures > 0 OR s.consecutive_failures > 0 OR s.circuit_open_until IS NOT NULL)
+    ORDER BY s.id FOR UPDATE OF s
+  ), streams AS (
+    UPDATE event_streams s SET
+      consecutive_failures = ${NEXT_RUN},
+      circuit_open_until = CASE
+        WHEN t.failures > 0 AND ${NEXT_RUN} >= $13
+          AND (t.reset OR s.circuit_open_until IS NULL OR s.circuit_open_until <= to_char(now() AT TIME ZONE 'UTC', ${PG_ISO})) THEN
+          to_char((now() + $14::float8 * (1 << least(${NEXT_RUN} - $13, 6)) * interval '1 millisecond') AT TIME ZONE 'UTC', ${PG_ISO})
+        WHEN t.reset THEN NULL ELSE s.circuit_open_until END,
+      status = CASE WHEN s.status = 'enabled' AND $15 > 0 AND ${NEXT_RUN} >= $15 THEN 'disabled' ELSE s.status END,
+      status_reason = CASE WHEN s.status = 'enabled' AND $15 > 0 AND ${NEXT_RUN} >= $15 THEN $16 ELSE s.status_reason END,
+      updated_at = CASE WHEN s.status = 'enabled' AND $15 > 0 AND ${NEXT_RUN} >= $15 THEN t.at ELSE s.updated_at END
+    FROM tally t, locked l
+    WHERE s.id = t.stream_id AND l.id = s.id
+    RETURNING s.id, s.status, s.status_reason, s.consecutive_failures, t.failures, t.reset
   )
-  INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp, error_message, duration)
-  SELECT u.stream_id, u.event_id, o.seq, o.attempt_status, o.at, o.error_message, o.duration
-  FROM updated u JOIN outcome o ON o.stream_id = u.stream_id AND o.event_id = u.event_id`;
+  SELECT (SELECT count(*) FROM inserted)::int AS recorded,
+    coalesce((SELECT json_agg(id) FROM streams
+      WHERE status = 'disabled' AND status_reason IS NOT NULL AND consecutive_failures >= $15
+        AND (CASE WHEN reset THEN 0 ELSE consecutive_failures - failures END) < $15), '[]'::json) AS disabled`;
 
-type Recorder = BetterSqlite3.Transaction<(outcomes: readonly Outcome[]) => number>;
+/** What a stream's run of failed attempts leads to. */
+export interface CircuitRules {
+  /** Failures in a row that open the circuit. */
+  openAfter: number;
+  /**
+   * The open circuit's first wait; doubled for each failure in the run past `openAfter`, up to 64 times.
+   * Failures recorded while the circuit is open (sends that began before it opened) count toward the run
+   * but do not extend the wait: the next failure to (re)open it is the probe's.
+   */
+  cooldownMs: number;
+  /** Failures in a row that disable the stream; 0: never. */
+  disableAfter: number;
+  /** Told of each stream this recording disabled. */
+  onDisabled(streamId: string): void;
+}
+
+export const disabledReason = (failures: number) => `Disabled after ${failures} consecutive failed delivery attempts.`;
+
+/** How long the circuit stays open after the `run`-th failure in a row. */
+export const cooldownMs = (rules: CircuitRules, run: number) => rules.cooldownMs * 2 ** Math.min(run - rules.openAfter, 6);
+
+/** A stream's outcomes in a batch: whether one succeeded, and the failures after the last success. */
+interface Tally {
+  reset: boolean;
+  failures: number;
+  at: string;
+}
+
+type StreamRun = Pick<EventStreamsTable, 'consecutive_failures' | 'circuit_open_until' | 'status'>;
+/** How many attempts were recorded, and the streams the recording disabled. */
+interface Recorded {
+  recorded: number;
+  disabled: string[];
+}
+
+type Recorder = BetterSqlite3.Transaction<(outcomes: readonly Outcome[], circuit: CircuitRules | undefined) => Recorded>;
 const sqliteRecorders = new WeakMap<BetterSqlite3.Database, Recorder>();
 
 function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
@@ -54,14 +128,43 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
   if (!recorder) {
     const update = sqlite.prepare<[Outcome], void>(SQLITE_UPDATE);
     const insert = sqlite.prepare<[Outcome], void>(SQLITE_INSERT);
-    recorder = sqlite.transaction((outcomes: readonly Outcome[]) => {
-      let recorded = 0;
+    const stream = sqlite.prepare<[string], StreamRun>('SELECT consecutive_failures, circuit_open_until, status FROM event_streams WHERE id = ?');
+    const setRun = sqlite.prepare<[Record<string, unknown>], void>(`
+      UPDATE event_streams SET consecutive_failures = :run, circuit_open_until = :openUntil, status = :status,
+        status_reason = CASE WHEN :disabled THEN :reason ELSE status_reason END, updated_at = CASE WHEN :disabled THEN :at ELSE updated_at END
+      WHERE id = :id`);
+    recorder = sqlite.transaction((outcomes: readonly Outcome[], circuit: CircuitRules | undefined) => {
+      const tallies = new Map<string, Tally>();
+      const result: Recorded = { recorded: 0, disabled: [] };
       for (const outcome of outcomes) {
         if (update.run(outcome).changes === 0) continue;
         insert.run(outcome);
-        recorded++;
+        result.recorded++;
+        const tally = tallies.get(outcome.stream_id) ?? { reset: false, failures: 0, at: outcome.at };
+        if (outcome.attempt_status === 'delivered') Object.assign(tally, { reset: true, failures: 0 });
+        else tally.failures++;
+        tally.at = outcome.at;
+        tallies.set(outcome.stream_id, tally);
       }
-      return recorded;
+      if (circuit) {
+        for (const [id, tally] of tallies) {
+          const current = stream.get(id);
+          if (!current) continue;
+          const run = (tally.reset ? 0 : current.consecutive_failures) + tally.failures;
+          const open = current.circuit_open_until !== null && current.circuit_open_until > tally.at;
+          const openUntil = tally.failures > 0 && run >= circuit.openAfter && (tally.reset || !open)
+            ? new Date(Date.parse(tally.at) + cooldownMs(circuit, run)).toISOString()
+            : tally.reset ? null : current.circuit_open_until;
+          if (run === current.consecutive_failures && openUntil === current.circuit_open_until) continue;
+          const disabled = current.status === 'enabled' && circuit.disableAfter > 0 && run >= circuit.disableAfter;
+          setRun.run({
+            id, run, openUntil, status: disabled ? 'disabled' : current.status, disabled: disabled ? 1 : 0,
+            reason: disabledReason(circuit.disableAfter), at: tally.at,
+          });
+          if (disabled) result.disabled.push(id);
+        }
+      }
+      return result;
     });
     sqliteRecorders.set(sqlite, recorder);
   }
@@ -70,25 +173,36 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
 
 /**
  * Records finished attempts, many in one transaction (SQLite) or one statement (PostgreSQL): each
- * delivery takes its new state and gains its attempt row. Returns how many were recorded.
+ * delivery takes its new state and gains its attempt row, and with `circuit` each stream's run of
+ * failures is counted: it opens the stream's circuit, and a long one disables the stream. Returns how
+ * many attempts were recorded.
  */
-export async function recordOutcomes(database: Database, outcomes: readonly Outcome[]): Promise<number> {
+export async function recordOutcomes(database: Database, outcomes: readonly Outcome[], circuit?: CircuitRules): Promise<number> {
   if (outcomes.length === 0) return 0;
+  const { recorded, disabled } = await record(database, outcomes, circuit);
+  for (const streamId of disabled) circuit?.onDisabled(streamId);
+  return recorded;
+}
+
+async function record(database: Database, outcomes: readonly Outcome[], circuit: CircuitRules | undefined): Promise<Recorded> {
   if (database.pool) {
     const column = <K extends keyof Outcome>(key: K) => outcomes.map((o) => o[key]);
-    const result = await database.pool.query({
+    const result = await database.pool.query<{ recorded: number; disabled: string[] }>({
       name: 'tenantry_record_delivery_outcomes',
       text: POSTGRES_RECORD,
       values: [
         column('stream_id'), column('event_id'), column('lease'), column('status'), column('attempt_count'),
         column('next_attempt_at'), column('at'), column('seq'), column('attempt_status'), column('error_message'), column('duration'),
+        circuit !== undefined, circuit?.openAfter ?? 0, circuit?.cooldownMs ?? 0, circuit?.disableAfter ?? 0,
+        disabledReason(circuit?.disableAfter ?? 0),
       ],
     });
-    return result.rowCount ?? 0;
+    const row = result.rows[0]!;
+    return { recorded: row.recorded, disabled: row.disabled };
   }
-  const record = sqliteRecorder(database.sqlite!);
+  const recorder = sqliteRecorder(database.sqlite!);
   // Through Kysely's connection, which it holds for the whole of any open transaction: run directly,
   // these writes could land inside another caller's transaction (and roll back with it). BEGIN
   // IMMEDIATE: the write lock is waited for (busy_timeout) before anything is read.
-  return database.db.connection().execute(async () => record.immediate(outcomes));
+  return database.db.connection().execute(async () => recorder.immediate(outcomes, circuit));
 }

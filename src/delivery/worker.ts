@@ -8,13 +8,14 @@ import type { EventStreamService, PublicDestination } from '../modules/event-str
 import { live, signingKey, type StoredSigningSecret } from '../modules/event-streams/signing-secrets.ts';
 import { claimDue, releaseClaims, type Claimed } from './claim.ts';
 import type { EndpointGuard } from './endpoint-guard.ts';
-import { recordOutcomes, type Outcome } from './outcomes.ts';
+import { disabledReason, recordOutcomes, type CircuitRules, type Outcome } from './outcomes.ts';
 import { authHeader, WebhookSender, type SendOutcome, type WebhookTarget } from './send.ts';
 import type { DeliveryWakeup } from './wakeup.ts';
 
 export type DeliverySettings = Pick<
   Config,
-  'deliveryTimeoutMs' | 'deliveryRetryScheduleMs' | 'deliveryRetryAfterMaxMs' | 'deliveryPollMs' | 'deliveryLeaseMs' | 'deliveryConcurrency' | 'deliveryPerStreamConcurrency'
+  | 'deliveryTimeoutMs' | 'deliveryRetryScheduleMs' | 'deliveryRetryAfterMaxMs' | 'deliveryPollMs' | 'deliveryLeaseMs' | 'deliveryConcurrency'
+  | 'deliveryPerStreamConcurrency' | 'deliveryBreakerFailures' | 'deliveryBreakerCooldownMs' | 'deliveryDisableAfterFailures'
 >;
 
 /** A stream's opened endpoint, credentials header and signing secrets, kept while their stored forms stay the same. */
@@ -27,13 +28,18 @@ interface CachedTarget {
   signing: StoredSigningSecret[];
 }
 
+/** A quarter of the slots are kept for streams with nothing in flight (see ClaimLimits.reserve). */
+const RESERVE_DIVISOR = 4;
+
 /** Streams whose opened target is kept; past it the cache starts over. */
 const TARGET_CACHE_LIMIT = 1000;
 
 /**
  * The outbox worker: claims due deliveries under a lease, POSTs them to their webhooks and records
- * every attempt. At most `deliveryConcurrency` sends are in flight, and at most
- * `deliveryPerStreamConcurrency` per stream, so one slow endpoint cannot hold up the others.
+ * every attempt. At most `deliveryConcurrency` sends are in flight, at most `deliveryPerStreamConcurrency`
+ * per stream, and a quarter of the slots only for streams with nothing in flight, so endpoints that hang
+ * cannot hold up the others. A stream whose attempts keep failing has its circuit opened (its deliveries
+ * wait, then one probe goes), and after `deliveryDisableAfterFailures` in a row it is disabled.
  *
  * The work is done in rounds, one at a time (see PollingLoop): a round records the attempts finished
  * since the last one (all in one transaction) and fills the free slots with one claim. It runs when a
@@ -51,6 +57,7 @@ export class DeliveryWorker {
   private nextRetryAt = Infinity;
   private readonly targets = new Map<string, CachedTarget>();
   private readonly sender: WebhookSender;
+  private readonly circuit: CircuitRules;
   private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
@@ -61,8 +68,17 @@ export class DeliveryWorker {
     guard: EndpointGuard | undefined,
     private readonly wakeup?: DeliveryWakeup,
     private readonly onError: (error: unknown) => void = (error) => console.error('event delivery:', error),
+    onWarning: (message: string) => void = (message) => console.warn('event delivery:', message),
   ) {
     this.sender = new WebhookSender(guard, settings.deliveryTimeoutMs);
+    this.circuit = {
+      openAfter: settings.deliveryBreakerFailures,
+      cooldownMs: settings.deliveryBreakerCooldownMs,
+      disableAfter: settings.deliveryDisableAfterFailures,
+      onDisabled: (streamId) => onWarning(
+        `event stream ${streamId} disabled: ${disabledReason(settings.deliveryDisableAfterFailures)} PATCH {"status":"enabled"} enables it again.`,
+      ),
+    };
     this.loop = new PollingLoop({ round: () => this.round(), afterFailureMs: () => this.untilNextRound(), onError });
   }
 
@@ -87,7 +103,7 @@ export class DeliveryWorker {
     try {
       // Recorded first: a finished delivery's row leaves the claimable set, or becomes due at its retry.
       await this.flush();
-      await this.claimAndSend();
+      if (await this.claimAndSend()) return 0;
     } finally {
       // A retry due when this round began had its claim; if its stream had no room, a send finishing wakes the worker again.
       if (this.nextRetryAt < startedAt) this.nextRetryAt = Infinity;
@@ -105,7 +121,7 @@ export class DeliveryWorker {
     const batch = this.finished;
     this.finished = [];
     try {
-      await recordOutcomes(this.database, batch);
+      await recordOutcomes(this.database, batch, this.circuit);
     } catch (error) {
       // Tried again next round; their leases keep the deliveries from being claimed meanwhile.
       this.finished = batch.concat(this.finished);
@@ -116,18 +132,22 @@ export class DeliveryWorker {
     }
   }
 
-  private async claimAndSend(): Promise<void> {
+  /** Returns true when another claim should follow at once: this one took some but left slots free. */
+  private async claimAndSend(): Promise<boolean> {
     const free = this.settings.deliveryConcurrency - this.loop.inFlight;
-    if (free <= 0 || this.loop.stopped) return;
-    const leaseUntil = new Date(Date.now() + this.settings.deliveryLeaseMs).toISOString();
+    if (free <= 0 || this.loop.stopped) return false;
     // The claim leaves each stream only the room its cap leaves next to this worker's sends in flight.
-    const claimed = await claimDue(this.database, now(), leaseUntil, {
-      limit: free, perStream: this.settings.deliveryPerStreamConcurrency, running: this.perStream,
+    const claimed = await claimDue(this.database, { leaseMs: this.settings.deliveryLeaseMs }, {
+      limit: free,
+      perStream: this.settings.deliveryPerStreamConcurrency,
+      reserve: Math.floor(this.settings.deliveryConcurrency / RESERVE_DIVISOR),
+      breakerFailures: this.settings.deliveryBreakerFailures,
+      running: this.perStream,
     });
     // Stopped while claiming: nothing more starts.
     if (this.loop.stopped) {
       if (claimed.length > 0) await releaseClaims(this.database, claimed);
-      return;
+      return false;
     }
     for (const claim of claimed) {
       this.perStream.set(claim.stream_id, (this.perStream.get(claim.stream_id) ?? 0) + 1);
@@ -138,6 +158,9 @@ export class DeliveryWorker {
         this.loop.wake();
       });
     }
+    // The streams just served may have filled the claim's window with their backlog: the next claim,
+    // with them at their cap, reaches the streams behind.
+    return claimed.length > 0 && claimed.length < free;
   }
 
   private async deliver(claim: Claimed): Promise<void> {

@@ -61,10 +61,9 @@ export class MailWorker {
   private async claimAndSend(): Promise<boolean> {
     const free = this.settings.mailConcurrency - this.loop.inFlight;
     if (free <= 0 || this.loop.stopped) return false;
-    const leaseUntil = new Date(Date.now() + this.settings.mailLeaseMs).toISOString();
-    const claimed = await claimDueRows(this.database, OUTBOX, now(), leaseUntil, free);
+    const claimed = await claimDueRows(this.database, OUTBOX, { leaseMs: this.settings.mailLeaseMs }, free);
     // A freed slot may let a waiting email go at once.
-    for (const email of claimed) this.loop.track(this.deliver(email, leaseUntil), () => this.loop.wake());
+    for (const email of claimed) this.loop.track(this.deliver(email, email.lease), () => this.loop.wake());
     return claimed.length === free;
   }
 

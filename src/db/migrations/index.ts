@@ -10,6 +10,7 @@ import * as customDomainCertificates from './008_custom_domain_certificates.ts';
 import * as emails from './009_emails.ts';
 import * as ticketUserIndex from './010_ticket_user_index.ts';
 import * as customDomainReadyHostnames from './011_custom_domain_ready_hostnames.ts';
+import * as eventStreamCircuit from './012_event_stream_circuit.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '009_emails': emails,
   '010_ticket_user_index': ticketUserIndex,
   '011_custom_domain_ready_hostnames': customDomainReadyHostnames,
+  '012_event_stream_circuit': eventStreamCircuit,
 };

@@ -68,9 +68,7 @@ export class VerificationRechecks {
   private async claimAndCheck(): Promise<void> {
     const free = CONCURRENCY - this.loop.inFlight;
     if (free <= 0 || this.loop.stopped) return;
-    const at = new Date();
-    const leaseUntil = new Date(at.getTime() + LEASE_MS).toISOString();
-    const claimed = await claimDueRows(this.database, DUE_CHECKS, at.toISOString(), leaseUntil, free);
-    for (const claim of claimed) this.loop.track(this.domains.recheck(claim, leaseUntil));
+    const claimed = await claimDueRows(this.database, DUE_CHECKS, { leaseMs: LEASE_MS }, free);
+    for (const claim of claimed) this.loop.track(this.domains.recheck(claim, claim.lease));
   }
 }

@@ -17,6 +17,8 @@ import { live, newSigningSecret, rotate, without, withoutSecret, type StoredSign
 export interface EventStream {
   id: string;
   status: 'enabled' | 'disabled';
+  /** Only on a stream the server disabled (an extra member: the original has none). */
+  status_reason?: string;
   name?: string;
   subscriptions: Array<{ event_type: string }>;
   created_at: string;
@@ -130,6 +132,9 @@ export class EventStreamService {
       signing_secrets: null,
       created_at: at,
       updated_at: at,
+      consecutive_failures: 0,
+      circuit_open_until: null,
+      status_reason: null,
     };
     await uniqueOr(this.database.db.insertInto('event_streams').values(row).execute(), nameTaken);
     return present(row);
@@ -156,7 +161,10 @@ export class EventStreamService {
         const current = await this.row(trx, tenantId, id, true);
         const changed: Selectable<EventStreamsTable> = { ...current, updated_at: nowAfter(current.updated_at) };
         if (input.name !== undefined) changed.name = input.name;
-        if (input.status !== undefined) changed.status = input.status;
+        // Setting the status (enabled again after the server disabled it) starts the stream's failures over.
+        if (input.status !== undefined) {
+          Object.assign(changed, { status: input.status, consecutive_failures: 0, circuit_open_until: null, status_reason: null });
+        }
         if (input.subscriptions !== undefined) changed.subscriptions = JSON.stringify(input.subscriptions);
         if (webhook !== undefined) {
           const checked = this.sealDestination(webhook, current);
@@ -168,6 +176,7 @@ export class EventStreamService {
           .set({
             name: changed.name, status: changed.status, subscriptions: changed.subscriptions,
             destination: changed.destination, secret: changed.secret, updated_at: changed.updated_at,
+            consecutive_failures: changed.consecutive_failures, circuit_open_until: changed.circuit_open_until, status_reason: changed.status_reason,
           })
           .where('tenant_id', '=', tenantId)
           .where('id', '=', id)
@@ -586,6 +595,7 @@ function present(row: Selectable<EventStreamsTable>): EventStream {
   return {
     id: row.id,
     status: row.status,
+    ...(row.status_reason === null ? {} : { status_reason: row.status_reason }),
     ...(row.name === null ? {} : { name: row.name }),
     subscriptions: JSON.parse(row.subscriptions) as Array<{ event_type: string }>,
     created_at: row.created_at,
