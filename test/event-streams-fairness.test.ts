@@ -116,7 +116,8 @@ for (const kind of databaseKinds()) {
       // The run that opened it came in one burst; after it, probes go one at a time, a cool-down apart.
       const times = receiver.requests.map((r) => r.at - receiver.requests[0]!.at);
       const probes = times.filter((t) => t >= 200);
-      assert.ok(times.length - probes.length <= 8, `the burst before the circuit opened: ${times.join(' ')} ms`);
+      // How many go before the first failures are recorded depends on the machine's speed; the bound is the window's.
+      assert.ok(times.length - probes.length <= 12, `the burst before the circuit opened: ${times.join(' ')} ms`);
       for (let i = 1; i < probes.length; i++) assert.ok(probes[i]! - probes[i - 1]! >= 300, `probes at ${times.join(' ')} ms`);
 
       receiver.program([], 204);
