@@ -56,17 +56,19 @@ async function post(server: ServerProcess, token: string, email: string, ledger:
 
 /**
  * Creates `count` users, `parallel` at a time, each sent to whichever node `target` names when it
- * starts. `after` runs after each answer (a fault triggered once enough users exist).
+ * starts. `after` runs after each answer (a fault triggered once enough users exist); no request starts
+ * once `stop` holds. Returns how many requests were made.
  */
 export async function burst(
-  ledger: Ledger, options: { count: number; parallel: number; target: Target; after?: () => void },
-): Promise<void> {
+  ledger: Ledger, options: { count: number; parallel: number; target: Target; after?: () => void; stop?: () => boolean },
+): Promise<number> {
   let next = 0;
   await Promise.all(Array.from({ length: options.parallel }, async () => {
-    while (next < options.count) {
+    while (next < options.count && !options.stop?.()) {
       next++;
       await createUser(ledger, options.target);
       options.after?.();
     }
   }));
+  return next;
 }

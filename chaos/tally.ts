@@ -22,6 +22,12 @@ export interface Tally {
   /** Requests held unanswered. */
   held(): number;
   mode(next: ReceiverMode): void;
+  /**
+   * The requests being answered at this moment (within their `delayMs`), and those arriving until
+   * `done` settles, are held unanswered: what a process killed meanwhile had in flight is then accepted
+   * only when it is sent again.
+   */
+  holdUntil(done: Promise<unknown>): void;
   close(): Promise<void>;
 }
 
@@ -33,6 +39,7 @@ export async function startTally(options: { delayMs?: number; mode?: ReceiverMod
   let received = 0;
   let unavailable = 0;
   let held = 0;
+  let cuts = 0;
   const tally: Tally = {
     url: receiver.url,
     accepted: new Map(),
@@ -46,16 +53,27 @@ export async function startTally(options: { delayMs?: number; mode?: ReceiverMod
       // The status is set right after the hook returns: the hook decides on `current` with no await in between.
       receiver.program([], next === 'unavailable' ? 503 : 204);
     },
+    holdUntil(done) {
+      cuts++;
+      const before = current;
+      tally.mode('hung');
+      void done.finally(() => tally.mode(before));
+    },
     close: () => receiver.close(),
   };
   tally.mode(options.mode ?? 'up');
   receiver.beforeAnswer(async (request) => {
     received++;
+    const arrivedAfter = cuts;
     if (current === 'hung') {
       held++;
       return new Promise<void>(() => undefined);
     }
     if (options.delayMs) await sleep(options.delayMs);
+    if (cuts !== arrivedAfter) {
+      held++;
+      return new Promise<void>(() => undefined);
+    }
     if (current !== 'up') {
       unavailable++;
       return;
