@@ -26,7 +26,8 @@ const START_TIMEOUT_MS = 60_000;
 export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms)))]);
+    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms)));
+    return await Promise.race([promise, timeout]);
   } finally {
     clearTimeout(timer);
   }
@@ -74,13 +75,19 @@ export class Rig {
     const created = await api(server, token, 'POST', '/event-streams', {
       name,
       subscriptions: [{ event_type: 'user.created' }],
-      destination: { type: 'webhook', configuration: { webhook_endpoint: url, webhook_authorization: { method: 'bearer', token: 'chaos-token' } } },
+      destination: {
+        type: 'webhook',
+        configuration: { webhook_endpoint: url, webhook_authorization: { method: 'bearer', token: 'chaos-token' } },
+      },
     });
     if (created.status !== 201) throw new Error(`stream not created: ${created.status} ${JSON.stringify(created.body)}`);
     return created.body.id;
   }
 
-  /** What the servers wrote to stderr, one entry per distinct headline (first 160 characters): indented lines (stack frames, error fields) left out. */
+  /**
+   * What the servers wrote to stderr, one entry per distinct headline (first 160 characters): indented
+   * lines (stack frames, error fields) left out.
+   */
   errorLines(servers: Iterable<ServerProcess>): string[] {
     const lines = [...servers].flatMap((s) => s.stderr().split('\n')).filter((l) => /^[^\s{}]/.test(l));
     return [...new Set(lines.map((l) => l.slice(0, 160)))];

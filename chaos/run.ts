@@ -14,7 +14,8 @@ const words = process.argv.slice(2).filter((a) => !a.startsWith('-')).map((w) =>
 const kinds: Kind[] = process.env.TEST_DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
 const started = Date.now();
 const cpus = os.cpus();
-process.stdout.write(`Tenantry chaos — ${new Date().toISOString()}, Node ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? 'cpu'}\n`);
+const machine = `${cpus.length} × ${cpus[0]?.model ?? 'cpu'}`;
+process.stdout.write(`Tenantry chaos — ${new Date().toISOString()}, Node ${process.version}, ${machine}\n`);
 process.stdout.write(`${LONG.users} users per scenario, ${LONG.parallel} at a time; databases: ${kinds.join(', ')}\n\n`);
 if (!process.env.TEST_DATABASE_URL) process.stdout.write('(TEST_DATABASE_URL is not set: PostgreSQL scenarios skipped)\n\n');
 
@@ -39,7 +40,8 @@ for (const kind of kinds) {
       const row = await scenario.run(kind, LONG);
       rows.push(row);
       if (row.lost > 0) failed = true;
-      process.stdout.write(`- ${label}: ${row.created} created, ${row.delivered} delivered, ${row.lost} lost, ${row.duplicated} duplicated, ${row.seconds.toFixed(1)} s\n`);
+      const counts = `${row.created} created, ${row.delivered} delivered, ${row.lost} lost, ${row.duplicated} duplicated`;
+      process.stdout.write(`- ${label}: ${counts}, ${row.seconds.toFixed(1)} s\n`);
       for (const note of row.notes) process.stdout.write(`    ${note}\n`);
     } catch (error) {
       failed = true;
@@ -50,7 +52,8 @@ for (const kind of kinds) {
 
 process.stdout.write('\n| scenario | database | created | delivered | lost | duplicated | time |\n|---|---|---:|---:|---:|---:|---:|\n');
 for (const row of rows) {
-  process.stdout.write(`| ${row.scenario} | ${row.database} | ${row.created} | ${row.delivered} | ${row.lost} | ${row.duplicated} | ${row.seconds.toFixed(1)} s |\n`);
+  const cells = [row.scenario, row.database, row.created, row.delivered, row.lost, row.duplicated, `${row.seconds.toFixed(1)} s`];
+  process.stdout.write(`| ${cells.join(' | ')} |\n`);
 }
 process.stdout.write(`\nAll done in ${((Date.now() - started) / 1000).toFixed(0)} s${failed ? ' — FAILED' : ''}\n`);
 process.exit(failed ? 1 : 0);

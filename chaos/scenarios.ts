@@ -54,7 +54,8 @@ export interface Scenario {
 
 /** At most `max` of a server's distinct stderr lines, as notes. */
 function stderrNotes(lines: string[], max = 3): string[] {
-  return [...lines.slice(0, max).map((l) => `stderr: ${l}`), ...(lines.length > max ? [`stderr: … ${lines.length - max} more distinct lines`] : [])];
+  const more = lines.length > max ? [`stderr: … ${lines.length - max} more distinct lines`] : [];
+  return [...lines.slice(0, max).map((l) => `stderr: ${l}`), ...more];
 }
 
 function result(scenario: string, kind: Kind, started: number, ledger: Ledger, tally: Tally, notes: string[]): ChaosResult {
@@ -222,7 +223,9 @@ const terminate: Scenario = {
     });
     const ended = await Promise.all(terminations);
     if (await hasExited(server)) throw new Error('the node exited');
-    if (ended.length < at.length || ended.some((n) => n === 0)) throw new Error(`connections not ended mid-burst: ${JSON.stringify(ended)}`);
+    if (ended.length < at.length || ended.some((n) => n === 0)) {
+      throw new Error(`connections not ended mid-burst: ${JSON.stringify(ended)}`);
+    }
     // The node serves again: one more user after the burst.
     await createUser(ledger, one(() => server, token));
     await settle(ledger, tally, size.settleMs);
@@ -275,7 +278,9 @@ const outage: Scenario = {
     await burst(ledger, { count: size.users - 2 * third, parallel: size.parallel, target });
     const failed = await countFailed(server, token, streamId);
     if (failed === 0) throw new Error('no delivery failed during the outage: nothing to redeliver');
-    const window = { date_from: wholeSecond(started), date_to: wholeSecond(Date.now() + 60_000), statuses: ['failed'], event_types: ['user.created'] };
+    const window = {
+      date_from: wholeSecond(started), date_to: wholeSecond(Date.now() + 60_000), statuses: ['failed'], event_types: ['user.created'],
+    };
     const redeliver = async () => {
       const answer = await api(server, token, 'POST', `/event-streams/${streamId}/redeliver`, window);
       if (answer.status !== 202) throw new Error(`redeliver answered ${answer.status} ${JSON.stringify(answer.body)}`);
@@ -360,7 +365,9 @@ const fullDisk: Scenario = {
     // Recovered: a user is created again, within 20 s of the space coming back.
     const recoveryDeadline = freedAt + 20_000;
     while ((await createUser(ledger, target)) !== 'created') {
-      if (Date.now() > recoveryDeadline) throw new Error(`no user created within 20 s of freeing the space: ${JSON.stringify([...ledger.answers])}`);
+      if (Date.now() > recoveryDeadline) {
+        throw new Error(`no user created within 20 s of freeing the space: ${JSON.stringify([...ledger.answers])}`);
+      }
       await sleep(200);
     }
     const recoveredIn = Date.now() - freedAt;
