@@ -19,6 +19,8 @@ export interface ServerProcess {
   kill(): Promise<void>;
   /** SIGTERM (graceful), then waits for the exit. */
   stop(): Promise<void>;
+  /** What the process wrote to stderr, when started with `stderr: 'collect'` (else it goes to this process's stderr). */
+  stderr(): string;
 }
 
 export async function freePort(): Promise<number> {
@@ -34,9 +36,11 @@ export async function freePort(): Promise<number> {
  * waits until it listens. The tenant's domain is fixed (`TENANT_DOMAIN`, default `process.test`) so
  * a restart on another port is the same tenant, and tokens stay valid across restarts.
  */
-export async function startServerProcess(database: TestDatabase, env: Record<string, string> = {}): Promise<ServerProcess> {
+export async function startServerProcess(
+  database: TestDatabase, env: Record<string, string> = {}, options: { stderr?: 'inherit' | 'collect'; readyWithinMs?: number } = {},
+): Promise<ServerProcess> {
   const port = await freePort();
-  const child: ChildProcessByStdio<null, Readable, null> = spawn(process.execPath, ['bin/tenantry.mjs', 'serve'], {
+  const child: ChildProcessByStdio<null, Readable, Readable | null> = spawn(process.execPath, ['bin/tenantry.mjs', 'serve'], {
     env: {
       ...process.env,
       PORT: String(port),
@@ -49,16 +53,28 @@ export async function startServerProcess(database: TestDatabase, env: Record<str
       LOG_LEVEL: 'silent',
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+    stdio: ['ignore', 'pipe', options.stderr === 'collect' ? 'pipe' : 'inherit'],
+  }) as ChildProcessByStdio<null, Readable, Readable | null>;
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
     let output = '';
+    // A process that is not ready in time is killed, so no caller is left with a child it cannot end.
+    const timer = options.readyWithinMs === undefined ? undefined : setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server not ready within ${options.readyWithinMs} ms`));
+    }, options.readyWithinMs);
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      if (output.includes('Tenantry serves')) resolve();
+      if (!output.includes('Tenantry serves')) return;
+      clearTimeout(timer);
+      resolve();
     });
-    void exited.then((code) => reject(new Error(`server exited (${code}) before it was ready`)));
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${code}) before it was ready`));
+    });
   });
   child.stdout.resume();
   return {
@@ -73,6 +89,7 @@ export async function startServerProcess(database: TestDatabase, env: Record<str
       child.kill('SIGTERM');
       await exited;
     },
+    stderr: () => stderr,
   };
 }
 
