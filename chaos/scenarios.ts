@@ -40,6 +40,10 @@ export interface ChaosResult {
   /** Events accepted more than once (at-least-once allows it). */
   duplicated: number;
   seconds: number;
+  /** Answers 500: a fault the server did not name (transient ones answer 503 with Retry-After). */
+  internalErrors: number;
+  /** The healthy stream's p99 delivery latency, in scenarios that have one (ms). */
+  healthyP99Ms?: number;
   /** What else was seen: answers other than 201, latencies, error lines. */
   notes: string[];
 }
@@ -69,6 +73,7 @@ function result(scenario: string, kind: Kind, started: number, ledger: Ledger, t
     lost: [...ledger.created].filter((user) => !tally.users.has(user)).length,
     duplicated: [...tally.accepted.values()].filter((n) => n > 1).length,
     seconds: (Date.now() - started) / 1000,
+    internalErrors: ledger.answers.get('500') ?? 0,
     notes: [...(answers.length > 0 ? [`answers other than 201: ${answers.join(', ')}`] : []), ...samples, ...notes],
   };
 }
@@ -263,7 +268,9 @@ const outage: Scenario = {
   run: (kind, size) => onRig(kind, async (rig) => {
     const started = Date.now();
     const tally = await rig.tally({ delayMs: 2 });
-    const server = await rig.start();
+    // The circuit breaker would hold the outage's deliveries back until the receiver is up again, and
+    // deliver them with no redelivery at all: off here, so that they exhaust their retries and fail.
+    const server = await rig.start({ ...DELIVERY_ENV, DELIVERY_BREAKER_FAILURES: '1000000' });
     const token = await rig.token(server);
     const streamId = await rig.stream(server, token, 'chaos', tally.url);
     const ledger = newLedger();
@@ -323,10 +330,11 @@ const hung: Scenario = {
     await burst(ledger, { count: size.hungUsers, parallel: size.parallel, target: one(() => server, token) });
     await settle(ledger, healthy, size.settleMs);
     const ms = (p: number) => `${Math.round(percentile(healthy.latencies, p))} ms`;
-    return result(hung.name, kind, started, ledger, healthy, [
+    const row = result(hung.name, kind, started, ledger, healthy, [
       `healthy stream latency p50 ${ms(50)}, p99 ${ms(99)}, max ${ms(100)}`,
       `requests held by the hung endpoints: ${stuck.map((t) => t.received()).join(' + ')}`,
     ]);
+    return { ...row, healthyP99Ms: percentile(healthy.latencies, 99) };
   }),
 };
 
