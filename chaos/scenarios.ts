@@ -269,8 +269,9 @@ const outage: Scenario = {
     const started = Date.now();
     const tally = await rig.tally({ delayMs: 2 });
     // The circuit breaker would hold the outage's deliveries back until the receiver is up again, and
-    // deliver them with no redelivery at all: off here, so that they exhaust their retries and fail.
-    const server = await rig.start({ ...DELIVERY_ENV, DELIVERY_BREAKER_FAILURES: '1000000' });
+    // deliver them with no redelivery at all, and a long outage would disable the stream: both off here,
+    // so that the outage's deliveries exhaust their retries and fail.
+    const server = await rig.start({ ...DELIVERY_ENV, DELIVERY_BREAKER_FAILURES: '1000000', DELIVERY_DISABLE_AFTER_CONSECUTIVE_FAILURES: '0' });
     const token = await rig.token(server);
     const streamId = await rig.stream(server, token, 'chaos', tally.url);
     const ledger = newLedger();

@@ -37,13 +37,20 @@ export interface RendererSettings {
   timeoutMs: number;
 }
 
-/** At most this many renders wait per thread; more are refused at once, so a flood of slow templates queues bounded work. */
-const QUEUED_PER_THREAD = 4;
+/**
+ * Waiting is bounded twice: at most this many renders wait per thread (more are refused at once), and a
+ * render that waited longer than the render limit itself is refused when its turn comes. A burst of
+ * ordinary renders (a millisecond each) queues and goes through; a flood of slow templates is refused
+ * within about twice the limit instead of piling up behind one another.
+ */
+const QUEUED_PER_THREAD = 256;
 /** A thread's own heap limit: liquidjs's memory limit counts most allocations; this stops the rest. */
 const THREAD_HEAP_MB = 256;
 
 interface Pending {
   job: RenderJob;
+  /** performance.now() when it was queued. */
+  queuedAt: number;
   resolve(outputs: string[]): void;
   reject(error: Error): void;
 }
@@ -74,6 +81,8 @@ function startWorker(workerData: WorkerSettings): Worker {
  * would otherwise hold the event loop (and every other request) for as long as it runs. A job that
  * exceeds the wall-clock limit has its thread terminated mid-render, and a new thread takes its place.
  */
+const busy = () => tooManyRequests('Too many email templates are being rendered at once; try again shortly.');
+
 export class TemplateRenderer {
   private readonly threads = new Set<Thread>();
   private readonly queue: Pending[] = [];
@@ -90,11 +99,9 @@ export class TemplateRenderer {
   render(parts: PartSource[], variables: object): Promise<string[]> {
     if (parts.length === 0) return Promise.resolve([]);
     if (this.closed) return Promise.reject(new Error('The template renderer is closed.'));
-    if (this.queue.length >= QUEUED_PER_THREAD * this.settings.threads) {
-      return Promise.reject(tooManyRequests('Too many email templates are being rendered at once; try again shortly.'));
-    }
+    if (this.queue.length >= QUEUED_PER_THREAD * this.settings.threads) return Promise.reject(busy());
     return new Promise((resolve, reject) => {
-      this.queue.push({ job: { parts, variables }, resolve, reject });
+      this.queue.push({ job: { parts, variables }, queuedAt: performance.now(), resolve, reject });
       this.dispatch();
     });
   }
@@ -116,7 +123,11 @@ export class TemplateRenderer {
   private dispatch(): void {
     for (const thread of this.threads) {
       if (!thread.ready || thread.running) continue;
-      const next = this.queue.shift();
+      let next = this.queue.shift();
+      while (next && performance.now() - next.queuedAt > this.settings.timeoutMs) {
+        next.reject(busy());
+        next = this.queue.shift();
+      }
       if (!next) return;
       this.run(thread, next);
     }
