@@ -20,6 +20,7 @@ for (const kind of databaseKinds()) {
       const histogram = [...target.statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}:${n}`).join(' ');
       console.log(`fuzz (${kind}): ${REQUESTS} requests in ${((Date.now() - started) / 1000).toFixed(1)} s; statuses ${histogram}`);
       assert.deepEqual(target.outbound, []);
+      assert.ok(await target.rowChanges() > 0, 'the change counters saw none of the accepted writes');
       assert.ok((target.statuses.get(200) ?? 0) + (target.statuses.get(201) ?? 0) > REQUESTS / 50, 'too few requests succeeded to reach deep');
     });
   });

@@ -39,6 +39,8 @@ export interface FuzzTarget {
   byOperation: Map<string, Map<number, number>>;
   /** With keepGoing: each kind of violation (what, operation), how often, and its first example. */
   failures: Map<string, { count: number; example: string }>;
+  /** Row changes the triggers counted so far, all tables: proof that the no-change check can see writes. */
+  rowChanges(): Promise<number>;
   /** Connections the server tried to open to anything but loopback (refused); must stay empty. */
   outbound: string[];
   close(): Promise<void>;
@@ -387,6 +389,7 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
   };
 
   return {
+    rowChanges: async () => [...(await counters()).values()].reduce((a, b) => a + b, 0),
     server,
     operations,
     arbitrary,
