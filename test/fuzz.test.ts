@@ -14,7 +14,9 @@ for (const kind of databaseKinds()) {
     });
     after(() => target.close());
 
-    it(`answers ${REQUESTS} generated requests without a 5xx, a hang, a stray error shape, a change on refusal or a reachable foreign id (seed ${fuzzSeed()})`, async () => {
+    const title = `answers ${REQUESTS} generated requests without a 5xx, a hang, a stray error shape, a change on refusal `
+      + `or a reachable foreign id (seed ${fuzzSeed()})`;
+    it(title, async () => {
       const started = Date.now();
       await fuzz(target, REQUESTS);
       const histogram = [...target.statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}:${n}`).join(' ');

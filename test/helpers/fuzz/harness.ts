@@ -73,9 +73,10 @@ function guardOutboundConnections(outbound: string[]): () => void {
  */
 async function installChangeCounters(server: TestServer): Promise<() => Promise<Map<string, number>>> {
   const { db, dialect } = server.services.database;
-  const tables = dialect === 'sqlite'
-    ? (await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`.execute(db)).rows.map((r) => r.name)
-    : (await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = 'public'`.execute(db)).rows.map((r) => r.name);
+  const names = dialect === 'sqlite'
+    ? sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`
+    : sql<{ name: string }>`select tablename as name from pg_tables where schemaname = 'public'`;
+  const tables = (await names.execute(db)).rows.map((r) => r.name);
   const watched = tables.filter((t) => !t.startsWith('tenantry_migrations'));
   await sql`create table fuzz_changes (tbl varchar(100) primary key, n integer not null)`.execute(db);
   if (dialect === 'postgres') {
@@ -85,22 +86,27 @@ async function installChangeCounters(server: TestServer): Promise<() => Promise<
   for (const table of watched) {
     await sql`insert into fuzz_changes (tbl, n) values (${table}, 0)`.execute(db);
     if (dialect === 'postgres') {
-      await sql.raw(`create trigger fuzz_${table}_write after insert or delete on ${table} for each row execute function fuzz_count()`).execute(db);
-      await sql.raw(`create trigger fuzz_${table}_update after update on ${table} for each row when (old.* is distinct from new.*) execute function fuzz_count()`).execute(db);
+      await sql.raw(`create trigger fuzz_${table}_write after insert or delete on ${table}
+        for each row execute function fuzz_count()`).execute(db);
+      await sql.raw(`create trigger fuzz_${table}_update after update on ${table}
+        for each row when (old.* is distinct from new.*) execute function fuzz_count()`).execute(db);
     } else {
-      const columns = (await sql<{ name: string }>`select name from pragma_table_info(${table})`.execute(db)).rows.map((r) => r.name);
+      const columns = (await sql<{ name: string }>`select name from pragma_table_info(${table})`.execute(db)).rows;
       const bump = `begin update fuzz_changes set n = n + 1 where tbl = '${table}'; end`;
       await sql.raw(`create trigger fuzz_${table}_insert after insert on ${table} ${bump}`).execute(db);
       await sql.raw(`create trigger fuzz_${table}_delete after delete on ${table} ${bump}`).execute(db);
-      const changed = columns.map((c) => `old."${c}" is not new."${c}"`).join(' or ');
+      const changed = columns.map(({ name }) => `old."${name}" is not new."${name}"`).join(' or ');
       await sql.raw(`create trigger fuzz_${table}_update after update on ${table} when ${changed} ${bump}`).execute(db);
     }
   }
-  return async () => new Map((await sql<{ tbl: string; n: number }>`select tbl, n from fuzz_changes`.execute(db)).rows.map((r) => [r.tbl, Number(r.n)]));
+  const read = sql<{ tbl: string; n: number }>`select tbl, n from fuzz_changes`;
+  return async () => new Map((await read.execute(db)).rows.map((r) => [r.tbl, Number(r.n)]));
 }
 
 function changedTables(before: Map<string, number>, after: Map<string, number>): string[] {
-  return [...after].filter(([table, n]) => before.get(table) !== n).map(([table, n]) => `${table} (+${n - (before.get(table) ?? 0)})`);
+  return [...after]
+    .filter(([table, n]) => before.get(table) !== n)
+    .map(([table, n]) => `${table} (+${n - (before.get(table) ?? 0)})`);
 }
 
 async function expectOk(response: LightMyRequestResponse, what: string): Promise<any> {
@@ -110,34 +116,49 @@ async function expectOk(response: LightMyRequestResponse, what: string): Promise
 
 /** A stream, a segment, a user, a template, custom domains and a ticket in each tenant, so path ids hit real rows. */
 async function seed(server: TestServer, dns: TestDnsServer, host: string, token: string, ready: string | undefined): Promise<string[]> {
-  const request = (method: string, url: string, payload?: unknown) =>
-    server.app.inject({ method: method as 'GET', url, headers: { host, authorization: `Bearer ${token}` }, ...(payload === undefined ? {} : { payload: payload as object }) });
-  await expectOk(await request('POST', '/api/v2/event-streams', {
-    name: 'seed', subscriptions: [{ event_type: 'user.created' }, { event_type: 'user.updated' }, { event_type: 'user.deleted' }],
-    destination: { type: 'webhook', configuration: { webhook_endpoint: 'https://hooks.fuzz.test/seed', webhook_authorization: { method: 'bearer', token: 'seed-bearer-token' } } },
-  }), 'stream');
-  await expectOk(await request('POST', '/api/v2/experimentation/segments', { name: 'seed segment', description: 'seeded', rules: [{ match: { country: { contains: ['FR'] } } }] }), 'segment');
-  const user = await expectOk(await request('POST', '/api/v2/users', { connection: 'Username-Password-Authentication', email: `seed@${host}`, verify_email: false, password: 'seed password 123!' }), 'user');
-  await expectOk(await request('POST', '/api/v2/email-templates', { template: 'verify_email', body: '<p>Hi {{ user.email }}</p>', subject: 'Verify', syntax: 'liquid', enabled: true }), 'template');
-  await expectOk(await request('POST', '/api/v2/custom-domains', { domain: `pending.${host}`, type: 'svc_managed_certs' }), 'pending custom domain');
+  const request = async (what: string, method: string, url: string, payload?: object) => expectOk(await server.app.inject({
+    method: method as 'GET', url, headers: { host, authorization: `Bearer ${token}` }, ...(payload === undefined ? {} : { payload }),
+  }), what);
+  await request('stream', 'POST', '/api/v2/event-streams', {
+    name: 'seed',
+    subscriptions: [{ event_type: 'user.created' }, { event_type: 'user.updated' }, { event_type: 'user.deleted' }],
+    destination: {
+      type: 'webhook',
+      configuration: {
+        webhook_endpoint: 'https://hooks.fuzz.test/seed',
+        webhook_authorization: { method: 'bearer', token: 'seed-bearer-token' },
+      },
+    },
+  });
+  await request('segment', 'POST', '/api/v2/experimentation/segments', {
+    name: 'seed segment', description: 'seeded', rules: [{ match: { country: { contains: ['FR'] } } }],
+  });
+  const user = await request('user', 'POST', '/api/v2/users', {
+    connection: 'Username-Password-Authentication', email: `seed@${host}`, verify_email: false, password: 'seed password 123!',
+  });
+  await request('template', 'POST', '/api/v2/email-templates', {
+    template: 'verify_email', body: '<p>Hi {{ user.email }}</p>', subject: 'Verify', syntax: 'liquid', enabled: true,
+  });
+  await request('pending custom domain', 'POST', '/api/v2/custom-domains', { domain: `pending.${host}`, type: 'svc_managed_certs' });
   if (ready) {
-    const domain = await expectOk(await request('POST', '/api/v2/custom-domains', { domain: ready, type: 'svc_managed_certs' }), 'custom domain');
+    const domain = await request('custom domain', 'POST', '/api/v2/custom-domains', { domain: ready, type: 'svc_managed_certs' });
     dns.setCname(ready, domain.verification.methods[0].record);
-    await expectOk(await request('POST', `/api/v2/custom-domains/${domain.custom_domain_id}/verify`), 'verify');
+    await request('verify', 'POST', `/api/v2/custom-domains/${domain.custom_domain_id}/verify`);
   }
   const tickets: string[] = [];
   for (let i = 0; i < 3; i++) {
-    const ticket = await expectOk(await request('POST', '/api/v2/tickets/email-verification', { user_id: user.user_id }), 'ticket');
+    const ticket = await request('ticket', 'POST', '/api/v2/tickets/email-verification', { user_id: user.user_id });
     tickets.push(new URL(ticket.ticket).searchParams.get('ticket')!);
   }
-  await expectOk(await request('POST', '/api/v2/jobs/verification-email', { user_id: user.user_id }), 'job');
+  await request('job', 'POST', '/api/v2/jobs/verification-email', { user_id: user.user_id });
   return tickets;
 }
 
 async function livePools(server: TestServer, tenantId: string, extra: Pools): Promise<Pools> {
   const { db } = server.services.database;
   const column = async (table: 'users' | 'segments' | 'event_streams' | 'custom_domains' | 'events' | 'jobs', name: string) =>
-    (await db.selectFrom(table).select(sql<string>`${sql.ref(name)}`.as('v')).where('tenant_id', '=', tenantId).orderBy(sql.ref(name)).limit(200).execute()).map((r) => r.v);
+    (await db.selectFrom(table).select(sql<string>`${sql.ref(name)}`.as('v')).where('tenant_id', '=', tenantId)
+      .orderBy(sql.ref(name)).limit(200).execute()).map((r) => r.v);
   return {
     ...extra,
     user: await column('users', 'user_id'),
@@ -159,7 +180,10 @@ function resolveRefs(value: unknown, pools: { own: Pools; foreign: Pools }, seen
   if (Array.isArray(value)) return value.map((v) => resolveRefs(v, pools, seen));
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) Object.defineProperty(out, k, { value: resolveRefs(v, pools, seen), enumerable: true, writable: true, configurable: true });
+    for (const [k, v] of Object.entries(value)) {
+      // Defined, not assigned: a `__proto__` member must stay a member.
+      Object.defineProperty(out, k, { value: resolveRefs(v, pools, seen), enumerable: true, writable: true, configurable: true });
+    }
     return out;
   }
   return value;
@@ -187,13 +211,16 @@ function collectSecrets(value: unknown, out: string[], depth = 0): string[] {
 }
 
 function describe(concrete: Concrete, response?: LightMyRequestResponse): string {
-  const cut = (s: string | undefined, n = 2000) => (s === undefined ? '(none)' : s.length > n ? `${s.slice(0, n)}… (${s.length} chars)` : s);
+  const cut = (s: string | undefined, n = 2000) =>
+    (s === undefined ? '(none)' : s.length > n ? `${s.slice(0, n)}… (${s.length} chars)` : s);
   const lines = [
     `request: ${concrete.method} ${cut(concrete.url, 1000)}`,
     `headers: ${JSON.stringify(Object.fromEntries(Object.entries(concrete.headers).map(([k, v]) => [k, cut(v, 80)])))}`,
     `body: ${cut(concrete.payload)}`,
   ];
-  if (response) lines.push(`response: ${response.statusCode} ${cut(JSON.stringify(response.headers['content-type']))} ${cut(response.body)}`);
+  if (response) {
+    lines.push(`response: ${response.statusCode} ${cut(JSON.stringify(response.headers['content-type']))} ${cut(response.body)}`);
+  }
   return lines.join('\n');
 }
 
@@ -209,14 +236,15 @@ export function managementErrorProblem(response: LightMyRequestResponse): string
   }
   if (!isObject(body)) return 'the body is not an object';
   const keys = Object.keys(body);
-  const expected = ['statusCode', 'error', 'message', ...(('errorCode' in body) ? ['errorCode'] : []), ...(('attributes' in body) ? ['attributes'] : [])];
+  const expected = ['statusCode', 'error', 'message', ...['errorCode', 'attributes'].filter((key) => key in body)];
   if (keys.join() !== expected.join()) return `members ${keys.join()} are not ${expected.join()}`;
   if (body.statusCode !== response.statusCode) return `statusCode ${String(body.statusCode)} is not the status ${response.statusCode}`;
   if (body.error !== STATUS_CODES[response.statusCode]) return `error "${String(body.error)}" is not the status's reason phrase`;
   if (typeof body.message !== 'string' || body.message === '') return 'message is not a non-empty string';
   if ('errorCode' in body && (typeof body.errorCode !== 'string' || body.errorCode === '')) return 'errorCode is not a non-empty string';
   if ('attributes' in body && !isObject(body.attributes)) return 'attributes is not an object';
-  if (!/^application\/json/.test(String(response.headers['content-type']))) return `content-type ${String(response.headers['content-type'])} is not JSON`;
+  const type = String(response.headers['content-type']);
+  if (!/^application\/json/.test(type)) return `content-type ${type} is not JSON`;
   return undefined;
 }
 
@@ -228,7 +256,9 @@ function oauthErrorProblem(response: LightMyRequestResponse): string | undefined
     return 'the body is not JSON';
   }
   if (!isObject(body)) return 'the body is not an object';
-  if (typeof body.error !== 'string' || typeof body.error_description !== 'string') return 'not an OAuth error body {error, error_description}';
+  if (typeof body.error !== 'string' || typeof body.error_description !== 'string') {
+    return 'not an OAuth error body {error, error_description}';
+  }
   return undefined;
 }
 
@@ -283,7 +313,8 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     switch (auth) {
       case 'admin': return `Bearer ${server.adminToken}`;
       case 'none': return undefined;
-      case 'garbage': return ['Bearer abc.def.ghi', `Bearer ${server.adminToken.slice(0, -4)}AAAA`, `Bearer ${'x'.repeat(9000)}`, 'Token abc'][count % 4];
+      case 'garbage':
+        return ['Bearer abc.def.ghi', `Bearer ${server.adminToken.slice(0, -4)}AAAA`, `Bearer ${'x'.repeat(9000)}`, 'Token abc'][count % 4];
       case 'foreignTenant': return `Bearer ${other.token}`;
       case 'noScopes': return `Bearer ${noScopes.token}`;
       case 'empty': return 'Bearer ';
@@ -300,7 +331,9 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
       const value = request.pathValues[name];
       if (value instanceof Ref) {
         // Ids of the tenant the request is not addressed to (the second's on the first's hosts, and the other way round).
-        foreignPath ||= request.host === 'foreign' ? value.tenant === 'own' : ['own', 'customDomain'].includes(request.host) && value.tenant === 'foreign';
+        foreignPath ||= request.host === 'foreign'
+          ? value.tenant === 'own'
+          : ['own', 'customDomain'].includes(request.host) && value.tenant === 'foreign';
         return percentEncode(String(resolveRefs(value, pools, seen)));
       }
       return value?.raw ?? '';
@@ -308,7 +341,10 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     let query: string;
     if (Array.isArray(request.query)) {
       const entries = resolveRefs(request.query, pools, seen) as Array<[string, unknown]>;
-      query = entries.map(([k, v]) => isObject(v) || Array.isArray(v) ? qs.stringify({ [k]: v }) : `${percentEncode(k)}=${percentEncode(stringify(v))}`).filter(Boolean).join('&');
+      query = entries
+        .map(([k, v]) => (typeof v === 'object' && v !== null ? qs.stringify({ [k]: v }) : `${percentEncode(k)}=${percentEncode(stringify(v))}`))
+        .filter(Boolean)
+        .join('&');
     } else query = request.query.raw;
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(resolveRefs(request.headers, pools, seen) as Record<string, unknown>)) headers[k] = stringify(v);
@@ -346,7 +382,8 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     if (sent.foreignPath && status < 400 && !idempotent) return `the second tenant's id was reachable (${status})`;
     const plain = Object.keys(request.headers).length === 0 && Array.isArray(request.query) && request.query.length === 0
       && Object.values(request.pathValues).every((value) => value instanceof Ref);
-    if (sent.foreignPath && !idempotent && plain && request.validBody && request.auth === 'admin' && request.host === 'own' && status !== 404) {
+    const reachesHandler = plain && request.validBody && request.auth === 'admin' && request.host === 'own';
+    if (sent.foreignPath && !idempotent && reachesHandler && status !== 404) {
       return `the second tenant's id answered ${status}, not 404`;
     }
     for (const secret of sent.secrets) if (response.body.includes(secret)) return 'a write-only secret was sent back';
@@ -362,7 +399,12 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     let response: LightMyRequestResponse;
     try {
       response = await Promise.race([
-        server.app.inject({ method: sent.method as 'GET', url: sent.url, headers: sent.headers, ...(sent.payload === undefined ? {} : { payload: sent.payload }) }),
+        server.app.inject({
+          method: sent.method as 'GET',
+          url: sent.url,
+          headers: sent.headers,
+          ...(sent.payload === undefined ? {} : { payload: sent.payload }),
+        }),
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no response within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS);
         }),
