@@ -171,18 +171,17 @@ async function livePools(server: TestServer, tenantId: string, extra: Pools): Pr
   };
 }
 
-function resolveRefs(value: unknown, pools: { own: Pools; foreign: Pools }, seen: { foreign: boolean }): unknown {
+function resolveRefs(value: unknown, pools: { own: Pools; foreign: Pools }): unknown {
   if (value instanceof Ref) {
     const pool = pools[value.tenant][value.pool] ?? [];
-    if (value.tenant === 'foreign') seen.foreign = true;
     return pool.length > 0 ? pool[value.index % pool.length] : (EMPTY_POOL[value.pool] ?? `no-${value.pool}`);
   }
-  if (Array.isArray(value)) return value.map((v) => resolveRefs(v, pools, seen));
+  if (Array.isArray(value)) return value.map((v) => resolveRefs(v, pools));
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
       // Defined, not assigned: a `__proto__` member must stay a member.
-      Object.defineProperty(out, k, { value: resolveRefs(v, pools, seen), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, k, { value: resolveRefs(v, pools), enumerable: true, writable: true, configurable: true });
     }
     return out;
   }
@@ -325,7 +324,6 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     ({ own: server.domain, foreign: OTHER_DOMAIN, unknown: 'nobody.test', customDomain: READY_DOMAIN, none: undefined })[host];
 
   const concrete = (request: FuzzRequest): Concrete => {
-    const seen = { foreign: false };
     let foreignPath = false;
     const url = request.operation.path.replace(/\{([^}]+)\}/g, (_m, name: string) => {
       const value = request.pathValues[name];
@@ -334,20 +332,20 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
         foreignPath ||= request.host === 'foreign'
           ? value.tenant === 'own'
           : ['own', 'customDomain'].includes(request.host) && value.tenant === 'foreign';
-        return percentEncode(String(resolveRefs(value, pools, seen)));
+        return percentEncode(String(resolveRefs(value, pools)));
       }
       return value?.raw ?? '';
     });
     let query: string;
     if (Array.isArray(request.query)) {
-      const entries = resolveRefs(request.query, pools, seen) as Array<[string, unknown]>;
+      const entries = resolveRefs(request.query, pools) as Array<[string, unknown]>;
       query = entries
         .map(([k, v]) => (typeof v === 'object' && v !== null ? qs.stringify({ [k]: v }) : `${percentEncode(k)}=${percentEncode(stringify(v))}`))
         .filter(Boolean)
         .join('&');
     } else query = request.query.raw;
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(resolveRefs(request.headers, pools, seen) as Record<string, unknown>)) headers[k] = stringify(v);
+    for (const [k, v] of Object.entries(resolveRefs(request.headers, pools) as Record<string, unknown>)) headers[k] = stringify(v);
     const host = hostOf(request.host);
     if (host !== undefined) headers.host = host;
     const auth = authorization(request.auth);
@@ -355,7 +353,7 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     let payload: string | undefined;
     let secrets: string[] = [];
     if (request.body.kind === 'json' || request.body.kind === 'form') {
-      const value = resolveRefs(request.body.value, pools, seen);
+      const value = resolveRefs(request.body.value, pools);
       secrets = collectSecrets(value, []);
       payload = request.body.kind === 'json' ? JSON.stringify(value) : qs.stringify(value);
     } else if (request.body.kind === 'raw') payload = request.body.text;
