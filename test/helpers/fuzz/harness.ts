@@ -328,10 +328,12 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     const url = request.operation.path.replace(/\{([^}]+)\}/g, (_m, name: string) => {
       const value = request.pathValues[name];
       if (value instanceof Ref) {
-        // Ids of the tenant the request is not addressed to (the second's on the first's hosts, and the other way round).
-        foreignPath ||= request.host === 'foreign'
+        // Ids of the tenant the request is not addressed to (the second's on the first's hosts, and the other way
+        // round); an empty pool's stand-in id belongs to neither.
+        const live = (pools[value.tenant][value.pool] ?? []).length > 0;
+        foreignPath ||= live && (request.host === 'foreign'
           ? value.tenant === 'own'
-          : ['own', 'customDomain'].includes(request.host) && value.tenant === 'foreign';
+          : ['own', 'customDomain'].includes(request.host) && value.tenant === 'foreign');
         return percentEncode(String(resolveRefs(value, pools)));
       }
       return value?.raw ?? '';
@@ -380,8 +382,9 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     if (sent.foreignPath && status < 400 && !idempotent) return `the second tenant's id was reachable (${status})`;
     const plain = Object.keys(request.headers).length === 0 && Array.isArray(request.query) && request.query.length === 0
       && Object.values(request.pathValues).every((value) => value instanceof Ref);
+    // A 400 for the body's meaning (a destination type not supported) says nothing of the id; anything else but 404 would.
     const reachesHandler = plain && request.validBody && request.auth === 'admin' && request.host === 'own';
-    if (sent.foreignPath && !idempotent && reachesHandler && status !== 404) {
+    if (sent.foreignPath && !idempotent && reachesHandler && status !== 404 && status !== 400) {
       return `the second tenant's id answered ${status}, not 404`;
     }
     for (const secret of sent.secrets) if (response.body.includes(secret)) return 'a write-only secret was sent back';
