@@ -300,6 +300,7 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
   const failures = new Map<string, { count: number; example: string }>();
   const byOperation = new Map<string, Map<number, number>>();
   let count = 0;
+  let usersCreated = false;
   const fail = (request: FuzzRequest, problem: string, detail: string) => {
     if (!options.keepGoing) throw new Error(`${problem}\n${detail}`);
     const key = `${problem.split('\n')[0]!.replace(/\d+/g, 'N').slice(0, 100)} — ${request.operation.method} ${request.operation.path}`;
@@ -328,13 +329,14 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     const url = request.operation.path.replace(/\{([^}]+)\}/g, (_m, name: string) => {
       const value = request.pathValues[name];
       if (value instanceof Ref) {
-        // Ids of the tenant the request is not addressed to (the second's on the first's hosts, and the other way
-        // round); an empty pool's stand-in id belongs to neither.
-        const live = (pools[value.tenant][value.pool] ?? []).length > 0;
-        foreignPath ||= live && (request.host === 'foreign'
-          ? value.tenant === 'own'
-          : ['own', 'customDomain'].includes(request.host) && value.tenant === 'foreign');
-        return percentEncode(String(resolveRefs(value, pools)));
+        const id = String(resolveRefs(value, pools));
+        // An id of the tenant the request is not addressed to (the second's on the first's hosts, and the other way
+        // round), unless the addressed tenant has a row of that id too (user ids are the client's choice); an empty
+        // pool's stand-in id belongs to neither.
+        const addressed = request.host === 'foreign' ? 'foreign' : ['own', 'customDomain'].includes(request.host) ? 'own' : undefined;
+        const live = (pools[value.tenant][value.pool] ?? []).includes(id);
+        foreignPath ||= live && addressed !== undefined && value.tenant !== addressed && !(pools[addressed][value.pool] ?? []).includes(id);
+        return percentEncode(id);
       }
       return value?.raw ?? '';
     });
@@ -393,7 +395,9 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
 
   const run = async (request: FuzzRequest): Promise<void> => {
     count++;
-    if (count % 50 === 0) await refresh();
+    // User ids are the client's choice, so a new user may take an id the other tenant has: pools must know at once.
+    if (count % 50 === 0 || usersCreated) await refresh();
+    usersCreated = false;
     const sent = concrete(request);
     const before = await counters();
     let timer: NodeJS.Timeout | undefined;
@@ -416,6 +420,7 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
       clearTimeout(timer);
     }
     statuses.set(response.statusCode, (statuses.get(response.statusCode) ?? 0) + 1);
+    usersCreated = response.statusCode === 201 && request.operation.path === '/api/v2/users';
     const name = `${request.operation.method} ${request.operation.path}`;
     const perOperation = byOperation.get(name) ?? new Map<number, number>();
     byOperation.set(name, perOperation.set(response.statusCode, (perOperation.get(response.statusCode) ?? 0) + 1));
