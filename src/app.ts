@@ -4,7 +4,7 @@ import Fastify, { type FastifyHttpsOptions, type FastifyInstance } from 'fastify
 import { sql } from 'kysely';
 import type { SecureContextOptions } from 'node:tls';
 import { badRequest } from './http/errors.ts';
-import { registerErrorHandling } from './http/error-handler.ts';
+import { frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { registerRequestPipeline } from './http/hooks.ts';
 import { redactUrl } from './http/log-redaction.ts';
 import { registerFormBodySupport, validatorCompiler } from './http/validation.ts';
@@ -22,6 +22,9 @@ import type { Services } from './services.ts';
 
 /** Each area's routes, registered in this order. */
 const modules: ReadonlyArray<(app: FastifyInstance, services: Services) => Promise<void>> = [oauthRoutes, userRoutes, segmentRoutes, captchaRoutes, eventStreamRoutes, customDomainRoutes, emailTemplateRoutes, ticketRoutes, jobRoutes];
+
+/** Longest path parameter routed; longer ones are refused with 414. */
+const MAX_PARAM_LENGTH = 512;
 
 export interface AppOptions {
   /** PEM certificate and key: the server speaks HTTPS, with them as the default certificate (custom domains get theirs by SNI). */
@@ -71,7 +74,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     bodyLimit: config.bodyLimitBytes,
     // request.ip, which anonymous rate limits count by, believes X-Forwarded-For only from these proxies.
     trustProxy: config.trustProxy as boolean | string,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
     requestIdHeader: 'x-request-id',
     genReqId: () => newId.requestId(),
     forceCloseConnections: 'idle',

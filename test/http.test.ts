@@ -31,6 +31,17 @@ for (const kind of databaseKinds()) {
       assert.equal(({} as Record<string, unknown>).polluted, undefined);
     });
 
+    it('answers a path it cannot decode, or a path parameter past 512 characters, with the error shape and without echoing the path', async () => {
+      const undecodable = await server.request({ url: '/api/v2/users/%E0%A4%A' });
+      assert.deepEqual(undecodable.json(), {
+        statusCode: 400, error: 'Bad Request', message: 'The request path is not valid percent-encoded UTF-8.', errorCode: 'invalid_uri',
+      });
+      const long = await server.request({ url: `/api/v2/users/${'x'.repeat(600)}` });
+      assert.deepEqual(long.json(), {
+        statusCode: 414, error: 'URI Too Long', message: 'A path parameter is longer than 512 characters.', errorCode: 'invalid_uri',
+      });
+    });
+
     it('limits each tenant with a token bucket and reports it on every response', async () => {
       const other = await server.addTenant('limited', 'limited.test');
       const statuses: number[] = [];

@@ -92,6 +92,8 @@ for (const kind of databaseKinds()) {
         [{ grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience: 'https://elsewhere/api/v2/' }, 403, { error: 'access_denied', error_description: 'Service not enabled within domain: https://elsewhere/api/v2/' }],
         [{ grant_type: 'password', client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience }, 400, { error: 'unsupported_grant_type', error_description: 'Unsupported grant type: password' }],
         [{ client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience }, 400, { error: 'invalid_request', error_description: 'Missing required parameter: grant_type' }],
+        // PostgreSQL refuses NUL in a query: it must still be an unknown client, not a 500.
+        [{ grant_type: 'client_credentials', client_id: 'a\u0000b', client_secret: ADMIN_SECRET, audience }, 401, { error: 'access_denied', error_description: 'Unauthorized' }],
       ];
       for (const [payload, status, body] of cases) {
         const response = await token(payload);

@@ -135,6 +135,25 @@ for (const kind of databaseKinds()) {
       assert.equal(await count(), before + 1);
     });
 
+    it('refuses to change a user\'s email to another user\'s of the same connection (400, nothing changed)', async () => {
+      const taken = (await createUser({ email: 'taken@example.com' })).json();
+      const user = (await createUser({ email: 'mine@example.com' })).json();
+      const response = await server.request({ method: 'PATCH', url: `/api/v2/users/${encodeURIComponent(user.user_id)}`, payload: { email: 'Taken@example.com', given_name: 'Changed' } });
+      assert.deepEqual(response.json(), { statusCode: 400, error: 'Bad Request', message: 'The specified new email already exists', errorCode: 'svc_idp_error' });
+      assert.deepEqual((await server.request({ url: `/api/v2/users/${encodeURIComponent(user.user_id)}` })).json(), user);
+      assert.deepEqual((await byEmail('email=taken%40example.com')).json(), [taken]);
+    });
+
+    it('refuses NUL in a user id, path or body, on either database (PostgreSQL cannot store it)', async () => {
+      const read = await server.request({ url: '/api/v2/users/svc%7Ca%00b' });
+      assert.deepEqual(read.json(), {
+        statusCode: 400, error: 'Bad Request', message: "Path validation error: 'String contains the NUL character' on property id.", errorCode: 'invalid_uri',
+      });
+      const created = await createUser({ email: 'nul@example.com', user_id: 'a\u0000b' });
+      assert.equal(created.json().message, "Payload validation error: 'String contains the NUL character' on property user_id.");
+      assert.deepEqual((await byEmail('email=nul%40example.com')).json(), []);
+    });
+
     it('creates users from a form-encoded body', async () => {
       const response = await server.request({
         method: 'POST',

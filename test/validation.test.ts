@@ -252,6 +252,16 @@ describe('body validation', () => {
     );
   });
 
+  it('refuses NUL in a top-level string of the body or the query; nested strings (kept as JSON) may hold it', async () => {
+    await expect400(await post('/users', { email: 'a@example.com', name: 'a\u0000b' }), "Payload validation error: 'String contains the NUL character' on property name.");
+    assert.equal((await post('/rules', { rules: [{ match: { country: ['FR', 'x\u0000'] } }] })).statusCode, 200);
+    await expect400(
+      await app.inject({ method: 'GET', url: '/users?from=a%00b' }),
+      "Query validation error: 'String contains the NUL character' on property from.",
+      'invalid_query_string',
+    );
+  });
+
   it('accepts a valid body untouched', async () => {
     const response = await post('/users', { email: 'a@example.com', age: 30, fail_open: false });
     assert.equal(response.statusCode, 200);

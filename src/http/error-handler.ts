@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { databaseUnavailable } from '../db/unavailable.ts';
 import { ApiError, badRequest, notFound, payloadTooLarge, serviceUnavailable, unsupportedMediaType } from './errors.ts';
 import { validationError } from './validation.ts';
@@ -31,6 +31,20 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
     if (error.headers) reply.headers(error.headers);
     return reply.code(error.statusCode).send(error.toBody());
   });
+}
+
+/**
+ * Fastify's `frameworkErrors`: a path it cannot decode or route (bad percent-encoding, a parameter
+ * past maxParamLength) is refused before any hook, and would otherwise get Fastify's own error body,
+ * quoting the whole URL back.
+ */
+export function frameworkErrorHandler(maxParamLength: number) {
+  return (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
+    const refusal = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? new ApiError(414, `A path parameter is longer than ${maxParamLength} characters.`, 'invalid_uri')
+      : badRequest.uri('The request path is not valid percent-encoded UTF-8.');
+    return reply.code(refusal.statusCode).send(refusal.toBody());
+  };
 }
 
 function toApiError(raw: FastifyError | ApiError | Error, contentType: string | undefined, bodyLimitBytes: number): ApiError | undefined {

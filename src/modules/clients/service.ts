@@ -65,6 +65,8 @@ export class ClientService {
 
   /** The client when the secret is right; undefined for an unknown client or a wrong secret alike. */
   async authenticate(tenantId: string, clientId: string, secret: string): Promise<Client | undefined> {
+    // No client id holds NUL, and PostgreSQL refuses the character in a query's text.
+    if (clientId.includes('\0')) return undefined;
     const row = await this.database.db
       .selectFrom('clients')
       .selectAll()

@@ -170,7 +170,8 @@ export class UserService {
    * app_metadata are merged one level deep (a null member removes a key), as the original.
    */
   async update(tenantId: string, userId: string, changes: Profile): Promise<User> {
-    return this.database.db.transaction().execute(async (trx) => {
+    // Another user of the connection may hold the new email already (a unique key per tenant and connection).
+    return uniqueOr(this.database.db.transaction().execute(async (trx) => {
       const locked = await this.lockUser(trx, tenantId, userId);
       if (!locked) throw notFound.user();
       const { user, updatedAt } = locked;
@@ -192,7 +193,7 @@ export class UserService {
       }
       await this.saveUpdated(trx, tenantId, userId, user, updatedAt);
       return user;
-    });
+    }), () => new ApiError(400, 'The specified new email already exists', 'svc_idp_error'));
   }
 
   /**
