@@ -274,8 +274,14 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     MAIL_WORKER: 'false',
     CUSTOM_DOMAIN_RECHECK_INITIAL_MS: String(2 ** 31 - 1),
     CUSTOM_DOMAIN_RECHECK_MAX_MS: String(2 ** 31 - 1),
+    // No limit answers for the handlers: requests without a valid token and failed client
+    // authentications would otherwise soon get nothing but 429s from the one loopback address.
     RATE_LIMIT_SIZE: '100000000',
     RATE_LIMIT_PER_SECOND: '100000000',
+    ANONYMOUS_RATE_LIMIT_SIZE: '100000000',
+    ANONYMOUS_RATE_LIMIT_PER_SECOND: '100000000',
+    TOKEN_FAILURES_PER_CLIENT_PER_MINUTE: '100000000',
+    TOKEN_FAILURES_PER_ADDRESS_PER_MINUTE: '100000000',
   });
   if (server.services.deliveryWorker || server.services.mailWorker) throw new Error('fuzz: a worker that sends is running');
   const other = await server.addTenant('fuzz-other', OTHER_DOMAIN);
