@@ -40,7 +40,7 @@ export interface Config {
   anonymousRateLimitPerSecond: number;
   /** Failed client authentications at /oauth/token allowed per minute, per client id and address. */
   tokenFailuresPerClientPerMinute: number;
-  /** Failed client authentications at /oauth/token allowed per minute from one address, whatever the client id. */
+  /** Failed client authentications at /oauth/token allowed per minute from one address to one tenant, whatever the client id. */
   tokenFailuresPerAddressPerMinute: number;
   /** Which proxies' X-Forwarded-For is believed for the client address (Fastify's trustProxy); false: none. */
   trustProxy: boolean | number | string;

@@ -26,6 +26,15 @@ describe('redactUrl', () => {
     assert.equal(redactUrl('/x?token&=v&a=b=c'), '/x?token&=v&a=b=c');
   });
 
+  it('reads names as parsers do: brackets, stray characters, other separators and the fragment', () => {
+    assert.equal(
+      redactUrl('/x?client_secret[]=Q1&a=1;token=Q2&password%5B%5D=Q3&ticket%20=Q4&x_token%00=Q6&token.=Q7'),
+      '/x?client_secret[]=[redacted]&a=1;token=[redacted]&password%5B%5D=[redacted]&ticket%20=[redacted]&x_token%00=[redacted]&token.=[redacted]',
+    );
+    assert.equal(redactUrl('/u/email-verification?x=1#&ticket=HASH'), '/u/email-verification?x=1#&ticket=[redacted]');
+    assert.equal(redactUrl('/cb?code=C&session_id=S&id_token_hint=H&state=keep'), '/cb?code=[redacted]&session_id=[redacted]&id_token_hint=[redacted]&state=keep');
+  });
+
   it('replaces the user-info of an absolute URL', () => {
     assert.equal(redactUrl('https://user:pass@hooks.example/x?secret=s'), 'https://[redacted]@hooks.example/x?secret=[redacted]');
   });
@@ -54,6 +63,7 @@ for (const kind of databaseKinds()) {
       assert.ok(redeemed.statusCode < 400, redeemed.body);
 
       const secrets = ['tok-3f9a1c77e2', 'cs-77b2d0e5aa', 'at-1c9e44b0f3'];
+      await server.request({ url: '/api/v2/users', headers: { 'proxy-authorization': `Basic ${secrets[1]}`, 'x-api-key': secrets[2] } });
       for (const url of [
         `/api/v2/users?token=${secrets[0]}&client_secret=${secrets[1]}`,
         `/nowhere?Access_Token=${secrets[2]}`,

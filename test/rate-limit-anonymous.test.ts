@@ -77,6 +77,24 @@ for (const kind of databaseKinds()) {
       for (let i = 0; i < 7; i++) sprayed.push((await grant('203.0.113.3', `client-${i}`, 'guess')).statusCode);
       assert.deepEqual(sprayed, [401, 401, 401, 401, 401, 429, 429]);
       assert.equal((await grant('203.0.113.3', ADMIN_ID, ADMIN_SECRET)).statusCode, 429);
+      // Another tenant's client is not locked out of that address by guesses aimed at this tenant.
+      const other = await server.addTenant('other-tenant', 'other-tenant.test');
+      const client = await server.services.clients.create(other.tenant.id, { name: 'other', scopes: ['read:users'] });
+      const theirs = await server.app.inject({
+        method: 'POST', url: '/oauth/token', remoteAddress: '203.0.113.3', headers: { host: 'other-tenant.test' },
+        payload: { grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, audience: 'https://other-tenant.test/api/v2/' },
+      });
+      assert.equal(theirs.statusCode, 200, theirs.body);
+    });
+
+    it('limits requests for hosts that name no tenant like any anonymous traffic', async () => {
+      const statuses = [];
+      for (let i = 0; i < 6; i++) {
+        const response = await server.app.inject({ url: USERS, remoteAddress: '198.51.100.40', headers: { host: `made-up-${i}.example` } });
+        statuses.push(response.statusCode);
+        if (response.statusCode === 404) assert.equal(response.json().errorCode, 'inexistent_tenant');
+      }
+      assert.deepEqual(statuses, [404, 404, 404, 429, 429, 429]);
     });
   });
 }

@@ -65,7 +65,11 @@ export function registerRequestPipeline(app: FastifyInstance, pipeline: RequestP
     if (config.tenantless && config.public) return;
 
     const found = await pipeline.resolveTenant(request.headers.host);
-    if (!found) throw new ApiError(404, `No tenant is served on host ${request.headers.host ?? '(none)'}`, 'inexistent_tenant');
+    if (!found) {
+      // Hosts that name no tenant are anonymous traffic too: a flood of made-up names is limited like any.
+      await limit(request, reply, pipeline.anonymousRateLimiter, anonymousKey(request));
+      throw new ApiError(404, `No tenant is served on host ${request.headers.host ?? '(none)'}`, 'inexistent_tenant');
+    }
     if (found.cnameApiKeyHash !== undefined && !servedOverOwnTls(request, found)) {
       checkCnameApiKey(found.domain, found.cnameApiKeyHash, request.headers[CNAME_API_KEY_HEADER]);
     }

@@ -7,7 +7,7 @@ const SECRET_NAMES = new Set([
   'client_assertion', 'assertion', 'jwt', 'session', 'credential', 'credentials', 'pass', 'passwd', 'pwd',
 ]);
 /** …and by ending: `token`, `access_token`, `sessionToken`, `client_secret`, `password`, `x-api-key`, `cname_api_key`. */
-const SECRET_ENDINGS = /(?:token|secret|password|api[-_]?key)$/;
+const SECRET_ENDINGS = /(?:token|secret|password|api[-_]?key|session|session_id|token_hint)$/;
 
 function isSecretName(raw: string): boolean {
   let name = raw;
@@ -18,7 +18,8 @@ function isSecretName(raw: string): boolean {
       // A malformed escape: judged as written.
     }
   }
-  name = name.toLowerCase();
+  // As parsers read it: `ticket[]`, `token.`, `ticket ` and `x_token<NUL>` are still those names.
+  name = name.toLowerCase().replace(/\[.*$/, '').replace(/[^a-z0-9_-]+/g, '');
   return SECRET_NAMES.has(name) || SECRET_ENDINGS.test(name);
 }
 
@@ -35,11 +36,10 @@ export function redactUrl(url: string): string {
   if (at !== -1) redacted = redacted.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, `$1${CENSOR}@`);
   const start = redacted.indexOf('?');
   if (start === -1) return redacted;
-  const hash = redacted.indexOf('#', start);
-  const end = hash === -1 ? redacted.length : hash;
-  const pairs = redacted.slice(start + 1, end).split('&').map((pair) => {
+  // The fragment is read as query too: a request target has none, so anything after `#` is the client's doing.
+  const pairs = redacted.slice(start + 1).split(/([&;#])/).map((pair) => {
     const equals = pair.indexOf('=');
     return equals !== -1 && isSecretName(pair.slice(0, equals)) ? `${pair.slice(0, equals)}=${CENSOR}` : pair;
   });
-  return `${redacted.slice(0, start + 1)}${pairs.join('&')}${redacted.slice(end)}`;
+  return `${redacted.slice(0, start + 1)}${pairs.join('')}`;
 }
