@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Migrator } from 'kysely';
 import { isUniqueViolation, migrate, openDatabase } from '../src/db/database.ts';
 import { migrations } from '../src/db/migrations/index.ts';
@@ -9,22 +8,13 @@ import { createServices, type Services } from '../src/services.ts';
 import { createTestDatabase } from './helpers/databases.ts';
 import { databaseKinds } from './helpers/databases.ts';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.ts';
+import { eventually } from './helpers/eventually.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
 const TAKEN = 'The domain is already verified by another tenant.';
 
 interface Record { custom_domain_id: string; domain: string; status: string; verification: { status?: string; error_msg?: string; methods: Array<{ record: string }> } }
 
-/** Polls until `probe` returns a value (not undefined); the bound only ends a hung test. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) assert.fail(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 for (const kind of databaseKinds()) {
   describe(`custom domains: a hostname belongs to the first tenant to verify it (${kind})`, () => {

@@ -8,6 +8,7 @@ import { createServices, type Services } from '../src/services.ts';
 import { ADMIN_ID, ADMIN_SECRET, startTestServer, type TestServer } from './helpers/server.ts';
 import { databaseKinds } from './helpers/databases.ts';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.ts';
+import { eventually } from './helpers/eventually.ts';
 
 const WINDOW_S = 8;
 /** Background checks 100 ms after creation, then 200 ms, 400 ms, then every 500 ms, for 8 s. */
@@ -17,16 +18,6 @@ const SCHEDULE = {
   CUSTOM_DOMAIN_RECHECK_MAX_MS: '500',
 };
 
-/** Polls until `probe` returns a value (not undefined); the bound is generous, it only ends a hung test. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) assert.fail(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 for (const kind of databaseKinds()) {
   describe(`custom domains: background re-checks (${kind})`, () => {

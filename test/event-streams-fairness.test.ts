@@ -3,8 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { claimDue } from '../src/delivery/claim.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
-import { newId } from '../src/ids.ts';
 import { databaseKinds } from './helpers/databases.ts';
+import { insertDueDeliveries } from './helpers/delivery-fixture.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { startWebhookReceiver, waitUntil, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
@@ -23,21 +23,9 @@ async function createStream(server: TestServer, name: string, url: string, event
   return response.json().id as string;
 }
 
-/** `count` due deliveries to `streamId`, written directly, one event each; the worker finds them by its poll. */
-async function queue(server: TestServer, streamId: string, count: number): Promise<string[]> {
-  const at = new Date(Date.now() - 1000).toISOString();
-  const ids = Array.from({ length: count }, () => newId.event());
-  await server.services.database.db.transaction().execute(async (trx) => {
-    await trx.insertInto('events').values(ids.map((id) => ({
-      id, tenant_id: server.tenant.id, type: 'user.created', time: at, source: `urn:svc:${server.domain}`, data: JSON.stringify({ object: { id } }), purpose: null,
-    }))).execute();
-    await trx.insertInto('deliveries').values(ids.map((id) => ({
-      stream_id: streamId, event_id: id, event_type: 'user.created', event_time: at, status: 'pending' as const,
-      attempt_count: 0, attempt_seq: 0, next_attempt_at: at, claimed_until: null, updated_at: at,
-    }))).execute();
-  });
-  return ids;
-}
+/** `count` due deliveries to `streamId`, one event each; the worker finds them by its poll. */
+const queue = (server: TestServer, streamId: string, count: number) =>
+  insertDueDeliveries(server.services.database, { tenantId: server.tenant.id, streamId, source: `urn:svc:${server.domain}`, count });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

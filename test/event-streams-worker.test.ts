@@ -3,9 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../src/config.ts';
 import { claimDue } from '../src/delivery/claim.ts';
 import { recordOutcomes, type Outcome } from '../src/delivery/outcomes.ts';
-import { newId } from '../src/ids.ts';
 import { createServices, type Services } from '../src/services.ts';
 import { databaseKinds } from './helpers/databases.ts';
+import { insertDueDeliveries } from './helpers/delivery-fixture.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
@@ -32,20 +32,8 @@ for (const kind of databaseKinds()) {
       return response.json().id as string;
     };
     /** `count` due deliveries to `streamId`, written directly, one event each. */
-    const queue = async (streamId: string, count: number) => {
-      const at = new Date(Date.now() - 1000).toISOString();
-      const ids = Array.from({ length: count }, () => newId.event());
-      await server.services.database.db.transaction().execute(async (trx) => {
-        await trx.insertInto('events').values(ids.map((id) => ({
-          id, tenant_id: server.tenant.id, type: 'user.created', time: at, source: `urn:svc:${server.domain}`, data: JSON.stringify({ object: { id } }), purpose: null,
-        }))).execute();
-        await trx.insertInto('deliveries').values(ids.map((id) => ({
-          stream_id: streamId, event_id: id, event_type: 'user.created', event_time: at, status: 'pending' as const,
-          attempt_count: 0, attempt_seq: 0, next_attempt_at: at, claimed_until: null, updated_at: at,
-        }))).execute();
-      });
-      return ids;
-    };
+    const queue = (streamId: string, count: number) =>
+      insertDueDeliveries(server.services.database, { tenantId: server.tenant.id, streamId, source: `urn:svc:${server.domain}`, count });
     const lease = (ms: number) => new Date(Date.now() + ms).toISOString();
     /** Every free slot open to every stream, and no stream held to one send by a run of failures. */
     const noReserve = { reserve: 0, breakerFailures: 1000 };

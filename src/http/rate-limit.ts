@@ -161,11 +161,10 @@ export function memoryRateLimiter(
  *
  * The clock is Redis's own TIME so that nodes with skewed clocks still agree on one bucket.
  */
-const TAKE_SCRIPT = `
-if redis.replicate_commands then pcall(redis.replicate_commands) end -- Redis < 5: allow writes after TIME
+/** The bucket brought up to Redis's TIME: `tokens` and `at` (ms), from KEYS[1] and ARGV = size, refill per second. */
+const REFILL = `
 local size = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
-local eps = 1e-9
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
 local state = redis.call('HMGET', KEYS[1], 't', 'ts')
@@ -179,6 +178,12 @@ if now > at then
   tokens = math.min(size, tokens + (now - at) * rate / 1000)
   at = now
 end
+`;
+
+const TAKE_SCRIPT = `
+if redis.replicate_commands then pcall(redis.replicate_commands) end -- Redis < 5: allow writes after TIME
+${REFILL}
+local eps = 1e-9
 local allowed = 0
 if tokens >= 1 - eps then
   tokens = math.max(0, tokens - 1)
@@ -194,18 +199,7 @@ return {allowed, math.floor(tokens + eps), math.ceil((now + msUntilFull) / 1000)
 
 /** The bucket as TAKE_SCRIPT would find it, changing nothing. Returns {tokens as a string, now in ms}. */
 const PEEK_SCRIPT = `
-local size = tonumber(ARGV[1])
-local rate = tonumber(ARGV[2])
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
-local state = redis.call('HMGET', KEYS[1], 't', 'ts')
-local tokens = tonumber(state[1])
-local at = tonumber(state[2])
-if tokens == nil or at == nil then
-  tokens = size
-elseif now > at then
-  tokens = math.min(size, tokens + (now - at) * rate / 1000)
-end
+${REFILL}
 return {string.format('%.17g', tokens), string.format('%.17g', now)}
 `;
 

@@ -34,3 +34,22 @@ export async function insertFailedDeliveries(
   });
   return ids;
 }
+
+/** `count` due deliveries to `streamId`, written directly, one user.created event each; the worker finds them by its poll. */
+export async function insertDueDeliveries(
+  database: Database,
+  options: { tenantId: string; streamId: string; source: string; count: number },
+): Promise<string[]> {
+  const at = new Date(Date.now() - 1000).toISOString();
+  const ids = Array.from({ length: options.count }, () => newId.event());
+  await database.db.transaction().execute(async (trx) => {
+    await trx.insertInto('events').values(ids.map((id) => ({
+      id, tenant_id: options.tenantId, type: 'user.created', time: at, source: options.source, data: JSON.stringify({ object: { id } }), purpose: null,
+    }))).execute();
+    await trx.insertInto('deliveries').values(ids.map((id) => ({
+      stream_id: options.streamId, event_id: id, event_type: 'user.created', event_time: at, status: 'pending' as const,
+      attempt_count: 0, attempt_seq: 0, next_attempt_at: at, claimed_until: null, updated_at: at,
+    }))).execute();
+  });
+  return ids;
+}

@@ -226,14 +226,21 @@ function describe(concrete: Concrete, response?: LightMyRequestResponse): string
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The Management API's error body, exactly: `{statusCode, error, message[, errorCode][, attributes]}` in that order. */
-export function managementErrorProblem(response: LightMyRequestResponse): string | undefined {
+/** The response's JSON object body, or what is wrong with it. */
+function objectBody(response: LightMyRequestResponse): { body: Record<string, unknown> } | { problem: string } {
   let body: unknown;
   try {
     body = response.json();
   } catch {
-    return 'the body is not JSON';
+    return { problem: 'the body is not JSON' };
   }
-  if (!isObject(body)) return 'the body is not an object';
+  return isObject(body) ? { body } : { problem: 'the body is not an object' };
+}
+
+export function managementErrorProblem(response: LightMyRequestResponse): string | undefined {
+  const parsed = objectBody(response);
+  if ('problem' in parsed) return parsed.problem;
+  const { body } = parsed;
   const keys = Object.keys(body);
   const expected = ['statusCode', 'error', 'message', ...['errorCode', 'attributes'].filter((key) => key in body)];
   if (keys.join() !== expected.join()) return `members ${keys.join()} are not ${expected.join()}`;
@@ -248,13 +255,9 @@ export function managementErrorProblem(response: LightMyRequestResponse): string
 }
 
 function oauthErrorProblem(response: LightMyRequestResponse): string | undefined {
-  let body: unknown;
-  try {
-    body = response.json();
-  } catch {
-    return 'the body is not JSON';
-  }
-  if (!isObject(body)) return 'the body is not an object';
+  const parsed = objectBody(response);
+  if ('problem' in parsed) return parsed.problem;
+  const { body } = parsed;
   if (typeof body.error !== 'string' || typeof body.error_description !== 'string') {
     return 'not an OAuth error body {error, error_description}';
   }
