@@ -87,6 +87,15 @@ for (const kind of databaseKinds()) {
       assert.equal(theirs.statusCode, 200, theirs.body);
     });
 
+    it('refuses a client id no client could have before it names a bucket', async () => {
+      const huge = await server.app.inject({
+        method: 'POST', url: '/oauth/token', remoteAddress: '203.0.113.10', headers: { host: server.domain },
+        payload: { grant_type: 'client_credentials', client_id: 'x'.repeat(100_000), client_secret: 's', audience: `https://${server.domain}/api/v2/` },
+      });
+      assert.equal(huge.statusCode, 401);
+      assert.deepEqual(huge.json(), { error: 'access_denied', error_description: 'Unauthorized' });
+    });
+
     it('limits requests for hosts that name no tenant like any anonymous traffic', async () => {
       const statuses = [];
       for (let i = 0; i < 6; i++) {
@@ -152,8 +161,22 @@ describe('failed client authentications shared by two nodes through REDIS_URL', 
       payload: { grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: secret, audience: `https://${node.domain}/api/v2/` },
     });
     assert.equal((await grant(nodeA, 'wrong-1')).statusCode, 401);
+    // A good grant gives back what its attempt took, on the shared bucket too.
+    assert.equal((await grant(nodeB, ADMIN_SECRET)).statusCode, 200);
     assert.equal((await grant(nodeB, 'wrong-2')).statusCode, 401);
     assert.equal((await grant(nodeA, ADMIN_SECRET)).statusCode, 429);
     assert.equal((await grant(nodeB, ADMIN_SECRET)).statusCode, 429);
+  });
+
+  it('compares no more guesses than the limit when they are sent at once, to both nodes', async (t) => {
+    if (!available) return t.skip(`no Redis at ${redisUrl}`);
+    const remoteAddress = `2001:db8:${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}::2`;
+    const guess = (node: TestServer, i: number) => node.app.inject({
+      method: 'POST', url: '/oauth/token', remoteAddress, headers: { host: node.domain },
+      payload: { grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: `parallel-${i}`, audience: `https://${node.domain}/api/v2/` },
+    });
+    const statuses = (await Promise.all(Array.from({ length: 20 }, (_, i) => guess(i % 2 ? nodeA : nodeB, i)))).map((r) => r.statusCode);
+    assert.equal(statuses.filter((status) => status === 401).length, 2, statuses.join(','));
+    assert.equal(statuses.filter((status) => status === 429).length, 18, statuses.join(','));
   });
 });

@@ -69,6 +69,22 @@ describe('memoryRateLimiter', () => {
     assert.equal((await limiter.take('k')).allowed, true);
   });
 
+  test('giveBack returns a spent token, never beyond the size, and leaves unknown keys alone', async () => {
+    const clock = fakeClock();
+    const limiter = memoryRateLimiter({ size: 2, refillPerSecond: 1 }, clock.now);
+    assert.equal((await limiter.take('k')).remaining, 1);
+    assert.equal((await limiter.take('k')).remaining, 0);
+    await limiter.giveBack('k');
+    assert.equal((await limiter.take('k')).allowed, true);
+    assert.equal((await limiter.take('k')).allowed, false);
+    await limiter.giveBack('k');
+    await limiter.giveBack('k');
+    await limiter.giveBack('k');
+    assert.equal((await limiter.take('k')).remaining, 1, 'given back up to the size only');
+    await limiter.giveBack('unknown');
+    assert.equal((await limiter.take('unknown')).remaining, 1);
+  });
+
   test('keys have independent buckets', async () => {
     const clock = fakeClock();
     const limiter = memoryRateLimiter({ size: 2, refillPerSecond: 1 }, clock.now);

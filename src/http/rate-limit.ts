@@ -21,8 +21,11 @@ export interface RateLimitState {
 export interface RateLimiter {
   /** Spends one token of the key's bucket, if it has one. */
   take(key: string): Promise<RateLimitState>;
-  /** The state a take would see, spending nothing: for limits that count only failures. */
-  peek(key: string): Promise<RateLimitState>;
+  /**
+   * Returns the token a take spent (never beyond the bucket's size): limits that count only failures take
+   * before the attempt, so that attempts made at once cannot all pass, and give back on success.
+   */
+  giveBack(key: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -143,11 +146,12 @@ export function memoryRateLimiter(
       }
       return stateOf(allowed, bucket.tokens, t, settings);
     },
-    async peek(key) {
+    async giveBack(key) {
       const t = now();
       const bucket = buckets.get(key);
-      const tokens = bucket ? refilled(bucket, t) : size;
-      return stateOf(tokens >= 1 - EPSILON, tokens, t, settings);
+      if (!bucket) return;
+      bucket.tokens = Math.min(size, refilled(bucket, t) + 1);
+      bucket.at = Math.max(bucket.at, t);
     },
     async close() {
       buckets.clear();
@@ -163,6 +167,7 @@ export function memoryRateLimiter(
  */
 /** The bucket brought up to Redis's TIME: `tokens` and `at` (ms), from KEYS[1] and ARGV = size, refill per second. */
 const REFILL = `
+if redis.replicate_commands then pcall(redis.replicate_commands) end -- Redis < 5: allow writes after TIME
 local size = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
 local time = redis.call('TIME')
@@ -181,7 +186,6 @@ end
 `;
 
 const TAKE_SCRIPT = `
-if redis.replicate_commands then pcall(redis.replicate_commands) end -- Redis < 5: allow writes after TIME
 ${REFILL}
 local eps = 1e-9
 local allowed = 0
@@ -194,19 +198,24 @@ local msUntilFull = math.max(0, size - tokens) * 1000 / rate
 redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 'ts', string.format('%.17g', at))
 -- Once full the bucket equals an absent one, so let it expire then; the extra second absorbs rounding.
 redis.call('PEXPIRE', KEYS[1], math.ceil(msUntilFull) + 1000)
-return {allowed, math.floor(tokens + eps), math.ceil((now + msUntilFull) / 1000)}
+return {allowed, string.format('%.17g', tokens), string.format('%.17g', now)}
 `;
 
-/** The bucket as TAKE_SCRIPT would find it, changing nothing. Returns {tokens as a string, now in ms}. */
-const PEEK_SCRIPT = `
+/** One token back into KEYS[1], up to the size. */
+const GIVE_BACK_SCRIPT = `
 ${REFILL}
-return {string.format('%.17g', tokens), string.format('%.17g', now)}
+tokens = math.min(size, tokens + 1)
+local msUntilFull = math.max(0, size - tokens) * 1000 / rate
+redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 'ts', string.format('%.17g', at))
+redis.call('PEXPIRE', KEYS[1], math.ceil(msUntilFull) + 1000)
+return 1
 `;
 
-type TakeReply = [number, number, number];
+/** {allowed (0|1), tokens left and Redis's time in ms, both as exact decimal strings}. */
+type TakeReply = [number, string, string];
 type ScriptedRedis = Redis & {
   tenantryRateLimitTake(key: string, size: number, refillPerSecond: number): Promise<TakeReply>;
-  tenantryRateLimitPeek(key: string, size: number, refillPerSecond: number): Promise<[string, string]>;
+  tenantryRateLimitGiveBack(key: string, size: number, refillPerSecond: number): Promise<number>;
 };
 
 /**
@@ -241,32 +250,24 @@ export function redisRateLimiter(
   redis.on('error', report);
   // defineCommand sends EVALSHA and falls back to EVAL only when the server lacks the script.
   redis.defineCommand('tenantryRateLimitTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
-  redis.defineCommand('tenantryRateLimitPeek', { numberOfKeys: 1, lua: PEEK_SCRIPT });
+  redis.defineCommand('tenantryRateLimitGiveBack', { numberOfKeys: 1, lua: GIVE_BACK_SCRIPT });
 
   return {
     async take(key) {
       try {
-        const [allowed, remaining, reset] = await redis.tenantryRateLimitTake(
-          REDIS_KEY_PREFIX + key,
-          size,
-          refillPerSecond,
-        );
-        const state = stateOf(allowed === 1, remaining, Date.now(), settings);
-        return { ...state, remaining, reset };
+        const [allowed, tokens, at] = await redis.tenantryRateLimitTake(REDIS_KEY_PREFIX + key, size, refillPerSecond);
+        return stateOf(allowed === 1, Number(tokens), Number(at), settings);
       } catch (err) {
         report(err);
         // The real bucket is unknown; answer as a fresh bucket would after this one request.
         return stateOf(true, size - 1, Date.now(), settings);
       }
     },
-    async peek(key) {
+    async giveBack(key) {
       try {
-        const [tokens, at] = await redis.tenantryRateLimitPeek(REDIS_KEY_PREFIX + key, size, refillPerSecond);
-        const left = Number(tokens);
-        return stateOf(left >= 1 - EPSILON, left, Number(at), settings);
+        await redis.tenantryRateLimitGiveBack(REDIS_KEY_PREFIX + key, size, refillPerSecond);
       } catch (err) {
         report(err);
-        return stateOf(true, size, Date.now(), settings);
       }
     },
     async close() {

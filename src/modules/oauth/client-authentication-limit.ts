@@ -12,19 +12,28 @@ import type { RateLimiter } from '../../http/rate-limit.ts';
 export class ClientAuthenticationLimit {
   constructor(private readonly limiters: { perClient: RateLimiter; perAddress: RateLimiter }) {}
 
-  /** Seconds to wait before trying again, or 0 when an attempt may go ahead. */
-  async retryAfter(tenantId: string, clientId: string, ip: string): Promise<number> {
-    const [client, address] = await Promise.all([
-      this.limiters.perClient.peek(clientKey(tenantId, clientId, ip)),
-      this.limiters.perAddress.peek(addressKey(tenantId, ip)),
+  /**
+   * Spends one attempt from both buckets before the secret is compared, so that attempts sent at once
+   * cannot all be compared: the seconds to wait when either bucket was empty (nothing is spent then),
+   * or 0 when the attempt may go ahead.
+   */
+  async begin(tenantId: string, clientId: string, ip: string): Promise<number> {
+    const keys = [clientKey(tenantId, clientId, ip), addressKey(tenantId, ip)] as const;
+    const [client, address] = await Promise.all([this.limiters.perClient.take(keys[0]), this.limiters.perAddress.take(keys[1])]);
+    if (client.allowed && address.allowed) return 0;
+    // Refused before any comparison: the attempt counts against neither bucket.
+    await Promise.all([
+      client.allowed ? this.limiters.perClient.giveBack(keys[0]) : undefined,
+      address.allowed ? this.limiters.perAddress.giveBack(keys[1]) : undefined,
     ]);
-    return client.allowed && address.allowed ? 0 : Math.max(client.retryAfter, address.retryAfter);
+    return Math.max(client.retryAfter, address.retryAfter);
   }
 
-  async failed(tenantId: string, clientId: string, ip: string): Promise<void> {
+  /** The attempt authenticated: it gives back what `begin` spent, so successful grants cost nothing. */
+  async succeeded(tenantId: string, clientId: string, ip: string): Promise<void> {
     await Promise.all([
-      this.limiters.perClient.take(clientKey(tenantId, clientId, ip)),
-      this.limiters.perAddress.take(addressKey(tenantId, ip)),
+      this.limiters.perClient.giveBack(clientKey(tenantId, clientId, ip)),
+      this.limiters.perAddress.giveBack(addressKey(tenantId, ip)),
     ]);
   }
 }

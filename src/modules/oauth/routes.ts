@@ -25,6 +25,9 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
   return { id: unescape(decoded.slice(0, colon)), secret: unescape(decoded.slice(colon + 1)) };
 }
 
+/** Generated client ids have 32 characters; chosen ones (BOOTSTRAP_CLIENT_ID) are never this long. */
+const MAX_CLIENT_ID_LENGTH = 256;
+
 const field = (body: Record<string, unknown>, name: string): string | undefined =>
   typeof body[name] === 'string' && body[name] !== '' ? (body[name] as string) : undefined;
 
@@ -47,18 +50,19 @@ export async function oauthRoutes(app: FastifyInstance, services: Services): Pro
     const clientSecret = basic?.secret ?? field(body, 'client_secret');
     if (!clientId) return oauthError(reply, 400, 'invalid_request', 'Missing required parameter: client_id');
 
+    // No client has such an id: refused before it could name a bucket or fill a log line.
+    if (clientId.length > MAX_CLIENT_ID_LENGTH) return oauthError(reply, 401, 'access_denied', 'Unauthorized');
+
     const { tenant, domain } = request.tenantHost;
-    const wait = await failures.retryAfter(tenant.id, clientId, request.ip);
+    const wait = await failures.begin(tenant.id, clientId, request.ip);
     if (wait > 0) {
       request.log.warn({ clientId, tenantId: tenant.id }, 'client authentication refused: too many failed attempts');
       reply.header('retry-after', String(wait));
       return oauthError(reply, 429, 'too_many_attempts', 'Too many failed client authentication attempts. Try again later.');
     }
     const client = clientSecret ? await services.clients.authenticate(tenant.id, clientId, clientSecret) : undefined;
-    if (!client) {
-      await failures.failed(tenant.id, clientId, request.ip);
-      return oauthError(reply, 401, 'access_denied', 'Unauthorized');
-    }
+    if (!client) return oauthError(reply, 401, 'access_denied', 'Unauthorized');
+    await failures.succeeded(tenant.id, clientId, request.ip);
 
     const audience = field(body, 'audience');
     if (!audience) return oauthError(reply, 403, 'access_denied', 'No audience parameter was provided, and no default audience has been configured');
