@@ -6,7 +6,7 @@ import type { SecureContextOptions } from 'node:tls';
 import { badRequest } from './http/errors.ts';
 import { frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { registerRequestPipeline } from './http/hooks.ts';
-import { redactUrl } from './http/log-redaction.ts';
+import { CENSOR, redactHeaders, redactUrl } from './http/log-redaction.ts';
 import { registerFormBodySupport, validatorCompiler } from './http/validation.ts';
 import { newId } from './ids.ts';
 import { captchaRoutes } from './modules/captcha/routes.ts';
@@ -38,10 +38,6 @@ export const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   'req.headers["cname-api-key"]',
-  'req.headers["proxy-authorization"]',
-  'req.headers["x-api-key"]',
-  'req.headers["x-auth-token"]',
-  'req.headers["x-access-token"]',
   'headers.authorization',
   '*.password',
   '*.client_secret',
@@ -57,7 +53,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   const { config } = services;
   const logger = {
     level: config.logLevel,
-    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    redact: { paths: REDACTED_PATHS, censor: CENSOR },
     ...(options.logStream ? { stream: options.logStream } : {}),
     serializers: {
       // Headers help operators trace a request; redaction above keeps credentials out of them.
@@ -65,7 +61,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         id: request.id,
         method: request.method,
         url: redactUrl(request.url),
-        headers: { ...request.headers, ...(typeof request.headers.referer === 'string' && { referer: redactUrl(request.headers.referer) }) },
+        headers: redactHeaders(request.headers),
       }),
     },
   };

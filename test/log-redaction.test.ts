@@ -63,7 +63,7 @@ for (const kind of databaseKinds()) {
       assert.ok(redeemed.statusCode < 400, redeemed.body);
 
       const secrets = ['tok-3f9a1c77e2', 'cs-77b2d0e5aa', 'at-1c9e44b0f3'];
-      await server.request({ url: '/api/v2/users', headers: { 'proxy-authorization': `Basic ${secrets[1]}`, 'x-api-key': secrets[2] } });
+      await server.request({ url: '/api/v2/users', headers: { 'proxy-authorization': `Basic ${secrets[1]}`, 'x-api-key': secrets[2], 'x-session-token': secrets[0] } });
       for (const url of [
         `/api/v2/users?token=${secrets[0]}&client_secret=${secrets[1]}`,
         `/nowhere?Access_Token=${secrets[2]}`,

@@ -7,7 +7,7 @@ const SECRET_NAMES = new Set([
   'client_assertion', 'assertion', 'jwt', 'session', 'credential', 'credentials', 'pass', 'passwd', 'pwd',
 ]);
 /** …and by ending: `token`, `access_token`, `sessionToken`, `client_secret`, `password`, `x-api-key`, `cname_api_key`. */
-const SECRET_ENDINGS = /(?:token|secret|password|api[-_]?key|session|session_id|token_hint)$/;
+const SECRET_ENDINGS = /(?:token|secret|password|api[-_]?key|session|session_id|token_hint|authorization)$/;
 
 function isSecretName(raw: string): boolean {
   let name = raw;
@@ -42,4 +42,12 @@ export function redactUrl(url: string): string {
     return equals !== -1 && isSecretName(pair.slice(0, equals)) ? `${pair.slice(0, equals)}=${CENSOR}` : pair;
   });
   return `${redacted.slice(0, start + 1)}${pairs.join('')}`;
+}
+
+/** Request headers fit for a log: those named like credentials (`authorization`, `proxy-authorization`, `x-api-key`, `x-session-token`…) replaced, a Referer redacted as a URL. */
+export function redactHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+  const redacted: Record<string, unknown> = { ...headers };
+  for (const name of Object.keys(redacted)) if (isSecretName(name)) redacted[name] = CENSOR;
+  if (typeof redacted.referer === 'string') redacted.referer = redactUrl(redacted.referer);
+  return redacted;
 }
