@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startWebhookReceiver } from '../test/helpers/webhook-receiver.ts';
 
 /** How a receiver answers: 204 (after `delayMs`), 503 to everything, or never (reads the request and holds it). */
@@ -31,7 +32,6 @@ export interface Tally {
   close(): Promise<void>;
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export async function startTally(options: { delayMs?: number; mode?: ReceiverMode } = {}): Promise<Tally> {
   const receiver = await startWebhookReceiver({ keep: false });

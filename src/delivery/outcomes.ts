@@ -62,7 +62,7 @@ const POSTGRES_RECORD = `
     ) r
     GROUP BY stream_id
   ), locked AS (
-    SELECT s.id FROM event_streams s JOIN tally t ON t.stream_id = s.id
+    SELECT s.id, s.status AS was FROM event_streams s JOIN tally t ON t.stream_id = s.id
     WHERE $12 AND (t.failures > 0 OR s.consecutive_failures > 0 OR s.circuit_open_until IS NOT NULL)
     ORDER BY s.id FOR UPDATE OF s
   ), streams AS (
@@ -78,12 +78,10 @@ const POSTGRES_RECORD = `
       updated_at = CASE WHEN s.status = 'enabled' AND $15 > 0 AND ${NEXT_RUN} >= $15 THEN t.at ELSE s.updated_at END
     FROM tally t, locked l
     WHERE s.id = t.stream_id AND l.id = s.id
-    RETURNING s.id, s.status, s.status_reason, s.consecutive_failures, t.failures, t.reset
+    RETURNING s.id, s.status, l.was
   )
   SELECT (SELECT count(*) FROM inserted)::int AS recorded,
-    coalesce((SELECT json_agg(id) FROM streams
-      WHERE status = 'disabled' AND status_reason IS NOT NULL AND consecutive_failures >= $15
-        AND (CASE WHEN reset THEN 0 ELSE consecutive_failures - failures END) < $15), '[]'::json) AS disabled`;
+    coalesce((SELECT json_agg(id) FROM streams WHERE was = 'enabled' AND status = 'disabled'), '[]'::json) AS disabled`;
 
 /** What a stream's run of failed attempts leads to. */
 export interface CircuitRules {
