@@ -196,13 +196,7 @@ export class CustomDomainService {
         // tenant adding a hostname twice meets the unique index on (tenant, hostname).
         const canonical = await trx.selectFrom('tenants').select('id').where('domain', '=', domain).executeTakeFirst();
         if (canonical) throw alreadyExists();
-        const verified = await trx
-          .selectFrom('custom_domains')
-          .select('id')
-          .where('domain', '=', domain)
-          .where('status', '=', 'ready')
-          .executeTakeFirst();
-        if (verified) throw alreadyExists();
+        if (await this.hostnameTaken(trx, { id, domain })) throw alreadyExists();
         const existing = await trx.selectFrom('custom_domains').select(['id', 'is_primary']).where('tenant_id', '=', tenantId).execute();
         if (existing.length >= this.settings.maxPerTenant) throw tooMany();
         const row: Row = {

@@ -225,7 +225,6 @@ function describe(concrete: Concrete, response?: LightMyRequestResponse): string
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The Management API's error body, exactly: `{statusCode, error, message[, errorCode][, attributes]}` in that order. */
 /** The response's JSON object body, or what is wrong with it. */
 function objectBody(response: LightMyRequestResponse): { body: Record<string, unknown> } | { problem: string } {
   let body: unknown;
@@ -237,6 +236,7 @@ function objectBody(response: LightMyRequestResponse): { body: Record<string, un
   return isObject(body) ? { body } : { problem: 'the body is not an object' };
 }
 
+/** The Management API's error body, exactly: `{statusCode, error, message[, errorCode][, attributes]}` in that order. */
 export function managementErrorProblem(response: LightMyRequestResponse): string | undefined {
   const parsed = objectBody(response);
   if ('problem' in parsed) return parsed.problem;
