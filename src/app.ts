@@ -6,7 +6,6 @@ import type { SecureContextOptions } from 'node:tls';
 import { badRequest } from './http/errors.ts';
 import { frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { registerRequestPipeline } from './http/hooks.ts';
-import { CENSOR, redactHeaders, redactUrl } from './http/log-redaction.ts';
 import { registerFormBodySupport, validatorCompiler } from './http/validation.ts';
 import { newId } from './ids.ts';
 import { captchaRoutes } from './modules/captcha/routes.ts';
@@ -29,45 +28,14 @@ const MAX_PARAM_LENGTH = 512;
 export interface AppOptions {
   /** PEM certificate and key: the server speaks HTTPS, with them as the default certificate (custom domains get theirs by SNI). */
   https?: SecureContextOptions;
-  /** Where JSON log lines go (stdout by default). */
-  logStream?: NodeJS.WritableStream;
 }
 
-/** Log redaction: credentials and secrets never reach the logs, wherever they appear. */
-export const REDACTED_PATHS = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'req.headers["cname-api-key"]',
-  'headers.authorization',
-  '*.password',
-  '*.client_secret',
-  '*.secret',
-  '*.api_key',
-  '*.token',
-  '*.header_value',
-  '*.access_token',
-  '*.refresh_token',
-];
 
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
-  const logger = {
-    level: config.logLevel,
-    redact: { paths: REDACTED_PATHS, censor: CENSOR },
-    ...(options.logStream ? { stream: options.logStream } : {}),
-    serializers: {
-      // Headers help operators trace a request; redaction above keeps credentials out of them.
-      req: (request: { id: string; method: string; url: string; headers: Record<string, unknown> }) => ({
-        id: request.id,
-        method: request.method,
-        url: redactUrl(request.url),
-        headers: redactHeaders(request.headers),
-      }),
-    },
-  };
   const app = Fastify({
     // Silent means no logger at all, rather than a per-request child logger that writes nothing.
-    logger: config.logLevel === 'silent' ? false : logger,
+    ...(config.logLevel === 'silent' ? { logger: false } : { loggerInstance: services.logger }),
     ...(options.https
       ? { https: { ...options.https, SNICallback: services.customDomainCertificates.sniCallback } as FastifyHttpsOptions<never>['https'] }
       : {}),

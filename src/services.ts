@@ -27,10 +27,13 @@ import { TicketService } from './modules/tickets/service.ts';
 import { mailboxDir } from './mail/mailbox.ts';
 import { mailboxTransport, smtpTransport } from './mail/transport.ts';
 import { MailWorker } from './mail/worker.ts';
+import { createLogger, type Logger } from './logger.ts';
 
 /** Every long-lived part of a running server, built once from the configuration. */
 export interface Services {
   config: Config;
+  /** The one logger: requests, workers, the rate limiter, certificates and re-checks all write through it. */
+  logger: Logger;
   database: Database;
   secretBox: SecretBox;
   tenants: TenantService;
@@ -68,6 +71,8 @@ export interface Services {
 }
 
 export interface ServiceOptions {
+  /** Where JSON log lines go (stdout by default). */
+  logStream?: NodeJS.WritableStream;
   onRateLimitError?: (error: unknown) => void;
   /**
    * False for CLI commands, which do their task and exit: no background re-checks of custom domains
@@ -79,6 +84,7 @@ export interface ServiceOptions {
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
   // Before anything opens: a missing development CA is a configuration error, not a half-started server.
   const certificateSource = createCertificateSource(config);
+  const logger = createLogger(config, { stream: options.logStream });
   const database = openDatabase(config);
   await migrate(database);
   const secretBox = config.encryptionKey ? SecretBox.fromKey(config.encryptionKey) : SecretBox.fromKeyFile(config.dataDir);
@@ -145,6 +151,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   let closed: Promise<void> | undefined;
   return {
     config,
+    logger,
     database,
     secretBox,
     tenants,

@@ -1,5 +1,6 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp, type AppOptions } from '../../src/app.ts';
+import type { ServiceOptions } from '../../src/services.ts';
 import { bootstrap, provisionTenant } from '../../src/bootstrap.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { ALL_SCOPES } from '../../src/modules/oauth/scopes.ts';
@@ -31,7 +32,7 @@ export interface TestServer {
 export async function startTestServer(
   kind: 'sqlite' | 'postgres',
   overrides: Record<string, string> = {},
-  appOptions: AppOptions = {},
+  appOptions: AppOptions & Pick<ServiceOptions, 'logStream'> = {},
 ): Promise<TestServer> {
   const database = await createTestDatabase(kind);
   const domain = overrides.TENANT_DOMAIN ?? 'tenant.test';
@@ -44,8 +45,9 @@ export async function startTestServer(
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
     ...overrides,
   });
-  const services = await createServices(config);
-  const app = await buildApp(services, appOptions);
+  const { logStream, ...options } = appOptions;
+  const services = await createServices(config, { logStream });
+  const app = await buildApp(services, options);
   const { tenant } = await bootstrap(services);
 
   const tokenFor = async (host: string, clientId: string, clientSecret: string, audience = `https://${host}/api/v2/`) => {
