@@ -174,3 +174,11 @@ export function nowAfter(previous: string): string {
   const current = now();
   return current > previous ? current : new Date(Date.parse(previous) + 1).toISOString();
 }
+
+/**
+ * Runs `work` in one transaction: how a service makes one mutation out of several stores' writes,
+ * handing each store the same `Tx`. Services open transactions with this and never write SQL.
+ */
+export function transaction<T>(database: Database, work: (trx: Tx) => Promise<T>): Promise<T> {
+  return database.db.transaction().execute(work);
+}
