@@ -67,12 +67,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   });
   registerFormBodySupport(app);
   registerErrorHandling(app, config.bodyLimitBytes);
-  registerRequestPipeline(app, {
-    resolveTenant: (host) => services.tenants.resolve(host),
-    rateLimiter: services.rateLimiter,
-    anonymousRateLimiter: services.anonymousRateLimiter,
-    verifyToken: (tenant, token) => services.accessTokens.verify(tenant, token),
-  });
+  registerRequestPipeline(app, services);
 
   await app.register(fastifySwagger, {
     openapi: {

@@ -38,12 +38,7 @@ function raw(port: number, head: string, body = ''): Promise<{ status: number; t
   });
 }
 
-const pipelineOf = (server: TestServer): RequestPipeline => ({
-  resolveTenant: (host) => server.services.tenants.resolve(host),
-  rateLimiter: server.services.rateLimiter,
-  anonymousRateLimiter: server.services.anonymousRateLimiter,
-  verifyToken: (tenant, token) => server.services.accessTokens.verify(tenant, token),
-});
+const pipelineOf = (server: TestServer): RequestPipeline => server.services;
 
 for (const kind of databaseKinds()) {
   describe(`deny by default, on the matched route (${kind})`, () => {

@@ -1,5 +1,5 @@
 import { secretMatches } from '../secret-hash.ts';
-import { ApiError } from './errors.ts';
+import { cnameApiKeyRefused } from './errors.ts';
 
 /**
  * The `cname-api-key` header: the operator's proxy in front of a self-managed custom domain proves with
@@ -14,14 +14,13 @@ export const CNAME_API_KEY_HEADER = 'cname-api-key';
  */
 export function checkCnameApiKey(domain: string, hash: string | null, header: string | string[] | undefined): void {
   if (header === undefined || header === '') {
-    throw refused(`Missing ${CNAME_API_KEY_HEADER} header: requests to the self-managed custom domain ${domain} must come through its proxy`);
+    throw cnameApiKeyRefused(`Missing ${CNAME_API_KEY_HEADER} header: requests to the self-managed custom domain ${domain} must come through its proxy`);
   }
   if (hash === null) {
-    throw refused(`The self-managed custom domain ${domain} has no ${CNAME_API_KEY_HEADER} yet: verify the domain to receive it`);
+    throw cnameApiKeyRefused(`The self-managed custom domain ${domain} has no ${CNAME_API_KEY_HEADER} yet: verify the domain to receive it`);
   }
   if (Array.isArray(header) || !secretMatches(hash, header)) {
-    throw refused(`Invalid ${CNAME_API_KEY_HEADER} header for the self-managed custom domain ${domain}`);
+    throw cnameApiKeyRefused(`Invalid ${CNAME_API_KEY_HEADER} header for the self-managed custom domain ${domain}`);
   }
 }
 
-const refused = (message: string) => new ApiError(403, message, 'invalid_cname_api_key');

@@ -1,6 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { databaseUnavailable } from '../db/unavailable.ts';
-import { ApiError, badRequest, notFound, payloadTooLarge, serviceUnavailable, unsupportedMediaType } from './errors.ts';
+import {
+  ApiError, badRequest, frameworkError, notFound, payloadTooLarge, serviceUnavailable, unsupportedMediaType, uriTooLong,
+} from './errors.ts';
 import { validationError } from './validation.ts';
 
 /**
@@ -21,7 +23,7 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
       request.log.error({ err: raw, code: unavailable.code }, `database unavailable (${unavailable.code}): ${raw.message}`);
     }
     const error = unavailable
-      ? serviceUnavailable(unavailable.message, unavailable.errorCode, unavailable.retryAfterSeconds)
+      ? serviceUnavailable(unavailable)
       : toApiError(raw, request.headers['content-type'], bodyLimitBytes);
     if (!error) {
       request.log.error({ err: raw }, 'request failed');
@@ -40,9 +42,7 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
  */
 export function frameworkErrorHandler(maxParamLength: number) {
   return (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
-    const refusal = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-      ? new ApiError(414, `A path parameter is longer than ${maxParamLength} characters.`, 'invalid_uri')
-      : badRequest.uri('The request path is not valid percent-encoded UTF-8.');
+    const refusal = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? uriTooLong(maxParamLength) : badRequest.undecodablePath();
     return reply.code(refusal.statusCode).send(refusal.toBody());
   };
 }
@@ -56,14 +56,14 @@ function toApiError(raw: FastifyError | ApiError | Error, contentType: string | 
       return payloadTooLarge(bodyLimitBytes);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? unsupportedMediaType(contentType) : badRequest.body(error.message);
+      return error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? unsupportedMediaType(contentType) : badRequest.unreadableBody(error.message);
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return badRequest.malformedJson();
   }
   if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) return badRequest.malformedJson();
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
-    return new ApiError(error.statusCode, error.message);
+    return frameworkError(error.statusCode, error.message);
   }
   return undefined;
 }

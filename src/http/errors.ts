@@ -1,4 +1,33 @@
 import { STATUS_CODES } from 'node:http';
+import type { DatabaseUnavailable } from '../db/unavailable.ts';
+
+/**
+ * The error catalogue: every error a client of the API can see is made by one of the named factories in
+ * this file, so each of the original's messages is spelled once and each code is one of these.
+ */
+export type ErrorCode =
+  | 'invalid_body'
+  | 'invalid_query_string'
+  | 'invalid_uri'
+  | 'invalid_header'
+  | 'invalid_headers'
+  | 'insufficient_scope'
+  | 'inexistent_tenant'
+  | 'inexistent_user'
+  | 'inexistent_connection'
+  | 'inexistent_custom_domain'
+  | 'inexistent_job'
+  | 'inexistent_segment'
+  | 'invalid_cname_api_key'
+  | 'operation_not_supported'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'too_many_requests'
+  | 'svc_idp_error'
+  | 'template_render_error'
+  | 'segment_name_conflict'
+  | 'custom_domain_conflict'
+  | DatabaseUnavailable['errorCode'];
 
 /**
  * The one error type of the API. Every failure a client sees is an ApiError rendered as
@@ -11,7 +40,7 @@ export class ApiError extends Error {
   constructor(
     readonly statusCode: number,
     message: string,
-    readonly errorCode?: string,
+    readonly errorCode?: ErrorCode,
     readonly attributes?: Record<string, unknown>,
     readonly headers?: Record<string, string>,
   ) {
@@ -35,7 +64,7 @@ export interface ErrorBody {
   statusCode: number;
   error: string;
   message: string;
-  errorCode?: string;
+  errorCode?: ErrorCode;
   attributes?: Record<string, unknown>;
 }
 
@@ -46,7 +75,20 @@ export const badRequest = {
   uri: (message: string) => new ApiError(400, message, 'invalid_uri'),
   malformedJson: () => new ApiError(400, 'Invalid request payload JSON format', 'invalid_body'),
   authorizationHeader: () => new ApiError(400, 'Bad HTTP authentication header format', 'invalid_header'),
+  headers: (message: string) => new ApiError(400, message, 'invalid_headers'),
+  /** Fastify's own refusal of a body it could not read, in the API's shape. */
+  unreadableBody: (message: string) => new ApiError(400, message, 'invalid_body'),
+  undecodablePath: () => new ApiError(400, 'The request path is not valid percent-encoded UTF-8.', 'invalid_uri'),
 };
+
+export const uriTooLong = (maxParamLength: number) =>
+  new ApiError(414, `A path parameter is longer than ${maxParamLength} characters.`, 'invalid_uri');
+
+/** An error the framework raised with a status of its own (e.g. 503 while closing), passed through in the API's shape. */
+export const frameworkError = (statusCode: number, message: string) => new ApiError(statusCode, message);
+
+/** A self-managed custom domain reached without (or with a wrong) cname-api-key from its proxy. */
+export const cnameApiKeyRefused = (message: string) => new ApiError(403, message, 'invalid_cname_api_key');
 
 /** 401s carry the message again under `attributes.error`, as the original's JWT validation does. */
 export function unauthorized(message: string): ApiError {
@@ -60,10 +102,11 @@ export const forbidden = {
 
 export const notFound = {
   route: () => new ApiError(404, 'Not Found'),
+  tenant: (host: string | undefined) => new ApiError(404, `No tenant is served on host ${host ?? '(none)'}`, 'inexistent_tenant'),
   user: () => new ApiError(404, 'The user does not exist.', 'inexistent_user'),
 };
 
-export function conflict(message: string, errorCode?: string): ApiError {
+export function conflict(message: string, errorCode?: ErrorCode): ApiError {
   return new ApiError(409, message, errorCode);
 }
 
@@ -80,6 +123,6 @@ export function tooManyRequests(message = 'Global limit has been reached'): ApiE
 }
 
 /** A condition that passes (see src/db/unavailable.ts): the SDK, like any HTTP client, retries a 503 after Retry-After. */
-export function serviceUnavailable(message: string, errorCode: string, retryAfterSeconds: number): ApiError {
+export function serviceUnavailable({ message, errorCode, retryAfterSeconds }: Omit<DatabaseUnavailable, 'code'>): ApiError {
   return new ApiError(503, message, errorCode, undefined, { 'retry-after': String(retryAfterSeconds) });
 }

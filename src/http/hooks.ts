@@ -4,17 +4,20 @@ import type { Principal } from '../modules/oauth/access-tokens.ts';
 import type { Tenant, TenantHost } from '../modules/tenants/service.ts';
 import { clientAddress } from './client-address.ts';
 import { CNAME_API_KEY_HEADER, checkCnameApiKey } from './cname-api-key.ts';
-import { ApiError, badRequest, forbidden, tooManyRequests, unauthorized } from './errors.ts';
+import { ApiError, badRequest, forbidden, notFound, tooManyRequests, unauthorized } from './errors.ts';
 import { rateLimitHeaders, type RateLimiter } from './rate-limit.ts';
 import './types.ts';
 
+/** What the pipeline asks of the rest of the server: the services themselves, narrowed to what it calls. */
 export interface RequestPipeline {
-  resolveTenant(host: string | undefined): Promise<TenantHost | undefined>;
+  /** Host → tenant, from the tenants' cache. */
+  tenants: { resolve(host: string | undefined): Promise<TenantHost | undefined> };
+  /** Bearer token → principal (tenant, client, scopes). */
+  accessTokens: { verify(tenant: Tenant, token: string): Promise<Principal> };
   /** Each tenant's bucket, drawn on by requests that carry a valid token of that tenant. */
   rateLimiter: RateLimiter;
   /** Buckets per client address, drawn on by requests without a valid token. */
   anonymousRateLimiter: RateLimiter;
-  verifyToken(tenant: Tenant, token: string): Promise<Principal>;
 }
 
 /** A route as registered, with the declaration the pipeline enforces: what the route-table tests walk. */
@@ -64,11 +67,11 @@ export function registerRequestPipeline(app: FastifyInstance, pipeline: RequestP
     const config = request.routeOptions.config;
     if (config.tenantless && config.public) return;
 
-    const found = await pipeline.resolveTenant(request.headers.host);
+    const found = await pipeline.tenants.resolve(request.headers.host);
     if (!found) {
       // Hosts that name no tenant are anonymous traffic too: a flood of made-up names is limited like any.
       await limit(request, reply, pipeline.anonymousRateLimiter, anonymousKey(request));
-      throw new ApiError(404, `No tenant is served on host ${request.headers.host ?? '(none)'}`, 'inexistent_tenant');
+      throw notFound.tenant(request.headers.host);
     }
     if (found.cnameApiKeyHash !== undefined && !servedOverOwnTls(request, found)) {
       checkCnameApiKey(found.domain, found.cnameApiKeyHash, request.headers[CNAME_API_KEY_HEADER]);
@@ -112,7 +115,7 @@ async function authenticate(request: FastifyRequest, pipeline: RequestPipeline):
   // String operations rather than a regular expression: this runs on every request over a long token.
   const token = header.slice(0, 7).toLowerCase() === 'bearer ' ? header.slice(7).trim() : '';
   if (token === '' || token.includes(' ')) throw badRequest.authorizationHeader();
-  return pipeline.verifyToken(request.tenant, token);
+  return pipeline.accessTokens.verify(request.tenant, token);
 }
 
 /**
