@@ -1,0 +1,44 @@
+import js from '@eslint/js';
+import globals from 'globals';
+import tseslint from 'typescript-eslint';
+import boundaries from './eslint/boundaries.js';
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'data/', 'dist/', 'coverage/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { ...globals.node } },
+    plugins: { tenantry: boundaries },
+    rules: {
+      'tenantry/boundaries': 'error',
+      // Unused parameters named with a leading underscore are part of a signature (handlers, callbacks).
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      // Non-null assertions document invariants the types cannot express; each is reviewed like code.
+      '@typescript-eslint/no-non-null-assertion': 'off',
+      // NUL and other control characters are matched on purpose: they are what the server refuses.
+      'no-control-regex': 'off',
+      // Errors leave the API only through the catalogue.
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "NewExpression[callee.name='ApiError']",
+          message: 'Make API errors with a named factory of src/http/errors.ts.',
+        },
+        {
+          selector: "CallExpression[callee.object.name='console']",
+          message: "Log through the server's logger (src/logger.ts); console is for the CLI's own output.",
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/http/errors.ts'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+  {
+    // The CLI talks to a person; tests, benchmarks and scripts print their own reports.
+    files: ['src/cli/**', 'test/**', 'bench/**', 'chaos/**', 'bin/**', 'eslint/**', 'eslint.config.js'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+);
