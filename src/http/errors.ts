@@ -1,4 +1,10 @@
 import { STATUS_CODES } from 'node:http';
+import {
+  missingPropertyMessage,
+  payloadValidationMessage,
+  queryValidationMessage,
+  tooManyPropertiesMessage,
+} from './validation/messages.ts';
 
 /**
  * The one error type of the API. Every failure a client sees is an ApiError rendered as
@@ -46,6 +52,20 @@ export const badRequest = {
   uri: (message: string) => new ApiError(400, message, 'invalid_uri'),
   malformedJson: () => new ApiError(400, 'Invalid request payload JSON format', 'invalid_body'),
   authorizationHeader: () => new ApiError(400, 'Bad HTTP authentication header format', 'invalid_header'),
+  headers: (message: string) => new ApiError(400, message, 'invalid_headers'),
+  // Checks a service makes after the schema passed, worded by the validator's formatter (validation/messages.ts).
+  /** `Payload validation error: '<reason>'[ on property <path>[ (<description>)]].` */
+  payload: (reason: string, path?: string, description?: string) =>
+    new ApiError(400, payloadValidationMessage(reason, path, description), 'invalid_body'),
+  /** `Payload validation error: 'Missing required property: <name>'[ on property <path>[: <why>]].` */
+  missingProperty: (name: string, path?: string, why?: string) =>
+    new ApiError(400, missingPropertyMessage(name, path, why), 'invalid_body'),
+  /** A count made after a merge: `...'Too many properties defined (<n>), must be at most <max>' on property <path>.` */
+  tooManyProperties: (count: number, max: number, path: string) =>
+    new ApiError(400, tooManyPropertiesMessage(count, max, path), 'invalid_body'),
+  /** `Query validation error: '<reason>' on property <name>[ (<description>)].` */
+  queryParameter: (reason: string, name: string, description?: string) =>
+    new ApiError(400, queryValidationMessage(reason, name, description), 'invalid_query_string'),
 };
 
 /** 401s carry the message again under `attributes.error`, as the original's JWT validation does. */
