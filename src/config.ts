@@ -35,6 +35,11 @@ export interface Config {
   tokenLifetimeSeconds: number;
   rateLimitSize: number;
   rateLimitPerSecond: number;
+  /**
+   * What the rate limits decide while REDIS_URL's Redis cannot: `allow` every request, `deny` every
+   * request (429), or count in each node's `local` memory. The outage is logged when it starts and ends.
+   */
+  rateLimitRedisFailure: 'allow' | 'deny' | 'local';
   /** Requests without a valid token draw on a bucket per client address, never on the tenant's. */
   anonymousRateLimitSize: number;
   anonymousRateLimitPerSecond: number;
@@ -110,6 +115,14 @@ function integer(env: Env, name: string, fallback: number, min = 0): number {
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min) throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
+  return value;
+}
+
+function redisFailure(env: Env): Config['rateLimitRedisFailure'] {
+  const value = text(env, 'RATE_LIMIT_REDIS_FAILURE') ?? 'allow';
+  if (value !== 'allow' && value !== 'deny' && value !== 'local') {
+    throw new ConfigError(`RATE_LIMIT_REDIS_FAILURE must be allow, deny or local, got "${value}"`);
+  }
   return value;
 }
 
@@ -266,6 +279,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenLifetimeSeconds: integer(env, 'TOKEN_LIFETIME_SECONDS', 86400, 1),
     rateLimitSize: integer(env, 'RATE_LIMIT_SIZE', 1000, 1),
     rateLimitPerSecond: integer(env, 'RATE_LIMIT_PER_SECOND', 500, 1),
+    rateLimitRedisFailure: redisFailure(env),
     anonymousRateLimitSize: integer(env, 'ANONYMOUS_RATE_LIMIT_SIZE', 100, 1),
     anonymousRateLimitPerSecond: integer(env, 'ANONYMOUS_RATE_LIMIT_PER_SECOND', 10, 1),
     tokenFailuresPerClientPerMinute: integer(env, 'TOKEN_FAILURES_PER_CLIENT_PER_MINUTE', 10, 1),

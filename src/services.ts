@@ -1,6 +1,6 @@
 import type { Config } from './config.ts';
 import { migrate, openDatabase, type Database } from './db/database.ts';
-import { memoryRateLimiter, redisRateLimiter, type RateLimiter, type RateLimitSettings } from './http/rate-limit.ts';
+import { memoryRateLimiter, redisRateLimiters, type RateLimiter, type RateLimitSettings } from './http/rate-limit.ts';
 import { CaptchaService } from './modules/captcha/service.ts';
 import { ClientService } from './modules/clients/service.ts';
 import { ConnectionService } from './modules/connections/service.ts';
@@ -73,7 +73,6 @@ export interface Services {
 export interface ServiceOptions {
   /** Where JSON log lines go (stdout by default). */
   logStream?: NodeJS.WritableStream;
-  onRateLimitError?: (error: unknown) => void;
   /**
    * False for CLI commands, which do their task and exit: no background re-checks of custom domains
    * and no delivery or mail worker, whatever the configuration says; those are left to the server.
@@ -108,10 +107,12 @@ export async function createServices(config: Config, options: ServiceOptions = {
   customDomains.onReady((domain) => customDomainCertificates.provision(domain));
   tenants.addHostLookup((host) => customDomains.lookupHost(host));
   tenants.addDomainsProvider((tenantId) => customDomains.readyDomains(tenantId));
-  // With Redis, every limit is shared by all the nodes; without it, each node counts for itself.
-  const limiter = (settings: RateLimitSettings) => config.redisUrl
-    ? redisRateLimiter(settings, config.redisUrl, options.onRateLimitError)
-    : memoryRateLimiter(settings);
+  // With Redis, every limit is shared by all the nodes (one connection, its outages logged once);
+  // without it, each node counts for itself.
+  const redisLimiter = config.redisUrl
+    ? redisRateLimiters(config.redisUrl, { logger, whenUnavailable: config.rateLimitRedisFailure })
+    : undefined;
+  const limiter = (settings: RateLimitSettings) => redisLimiter?.(settings) ?? memoryRateLimiter(settings);
   const rateLimiter = limiter({ size: config.rateLimitSize, refillPerSecond: config.rateLimitPerSecond });
   const anonymousRateLimiter = limiter({ size: config.anonymousRateLimitSize, refillPerSecond: config.anonymousRateLimitPerSecond });
   const perMinute = (count: number) => ({ size: count, refillPerSecond: count / 60 });

@@ -37,4 +37,12 @@ describe('configuration', () => {
       assert.throws(() => loadConfig({ TRUST_PROXY: bad }), ConfigError, bad);
     }
   });
+
+  it('reads RATE_LIMIT_REDIS_FAILURE as allow (the default), deny or local', () => {
+    assert.equal(loadConfig({}).rateLimitRedisFailure, 'allow');
+    for (const value of ['allow', 'deny', 'local'] as const) {
+      assert.equal(loadConfig({ RATE_LIMIT_REDIS_FAILURE: value }).rateLimitRedisFailure, value);
+    }
+    assert.throws(() => loadConfig({ RATE_LIMIT_REDIS_FAILURE: 'open' }), /must be allow, deny or local, got "open"/);
+  });
 });

@@ -198,8 +198,8 @@ describe('redisRateLimiter', () => {
     // Refill slow enough (one token per 100 s) that test latency cannot top the bucket up.
     const settings = { size: 5, refillPerSecond: 0.01 };
     const errors: Error[] = [];
-    const nodeA = redisRateLimiter(settings, redisUrl, (e) => errors.push(e));
-    const nodeB = redisRateLimiter(settings, redisUrl, (e) => errors.push(e));
+    const nodeA = redisRateLimiter(settings, redisUrl, { onError: (e) => errors.push(e) });
+    const nodeB = redisRateLimiter(settings, redisUrl, { onError: (e) => errors.push(e) });
     try {
       const k = key('shared');
       const seen: Array<[string, boolean, number]> = [];
@@ -272,7 +272,7 @@ describe('redisRateLimiter', () => {
   test('a Redis command error at request time fails open and is reported', async (t) => {
     if (!requireRedis(t)) return;
     const errors: Error[] = [];
-    const limiter = redisRateLimiter({ size: 2, refillPerSecond: 0.01 }, redisUrl, (e) => errors.push(e));
+    const limiter = redisRateLimiter({ size: 2, refillPerSecond: 0.01 }, redisUrl, { onError: (e) => errors.push(e) });
     const admin = new Redis(redisUrl);
     try {
       const k = key('wrongtype');
@@ -293,7 +293,7 @@ describe('redisRateLimiter', () => {
 
 test('redisRateLimiter fails open when Redis is unreachable', async () => {
   const errors: Error[] = [];
-  const limiter = redisRateLimiter({ size: 7, refillPerSecond: 1 }, 'redis://127.0.0.1:1', (e) => errors.push(e));
+  const limiter = redisRateLimiter({ size: 7, refillPerSecond: 1 }, 'redis://127.0.0.1:1', { onError: (e) => errors.push(e) });
   try {
     const started = Date.now();
     const s = await limiter.take('anyone');

@@ -10,7 +10,7 @@ export const encodeCursor = (key: string): string => Buffer.from(key, 'utf8').to
 export function decodeCursor(cursor: string, isKey: (key: string) => boolean): string {
   const key = Buffer.from(cursor, 'base64url').toString('utf8');
   if (key === '' || !isKey(key) || encodeCursor(key) !== cursor) {
-    throw badRequest.query("Query validation error: 'Invalid cursor' on property from (Cursor from which to start selection).");
+    throw badRequest.queryParameter('Invalid cursor', 'from', 'Cursor from which to start selection');
   }
   return key;
 }

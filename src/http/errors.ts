@@ -1,4 +1,10 @@
 import { STATUS_CODES } from 'node:http';
+import {
+  missingPropertyMessage,
+  payloadValidationMessage,
+  queryValidationMessage,
+  tooManyPropertiesMessage,
+} from './validation/messages.ts';
 import type { DatabaseUnavailable } from '../db/unavailable.ts';
 
 /**
@@ -79,6 +85,19 @@ export const badRequest = {
   /** Fastify's own refusal of a body it could not read, in the API's shape. */
   unreadableBody: (message: string) => new ApiError(400, message, 'invalid_body'),
   undecodablePath: () => new ApiError(400, 'The request path is not valid percent-encoded UTF-8.', 'invalid_uri'),
+  // Checks a service makes after the schema passed, worded by the validator's formatter (validation/messages.ts).
+  /** `Payload validation error: '<reason>'[ on property <path>[ (<description>)]].` */
+  payload: (reason: string, path?: string, description?: string) =>
+    new ApiError(400, payloadValidationMessage(reason, path, description), 'invalid_body'),
+  /** `Payload validation error: 'Missing required property: <name>'[ on property <path>[: <why>]].` */
+  missingProperty: (name: string, path?: string, why?: string) =>
+    new ApiError(400, missingPropertyMessage(name, path, why), 'invalid_body'),
+  /** A count made after a merge: `...'Too many properties defined (<n>), must be at most <max>' on property <path>.` */
+  tooManyProperties: (count: number, max: number, path: string) =>
+    new ApiError(400, tooManyPropertiesMessage(count, max, path), 'invalid_body'),
+  /** `Query validation error: '<reason>' on property <name>[ (<description>)].` */
+  queryParameter: (reason: string, name: string, description?: string) =>
+    new ApiError(400, queryValidationMessage(reason, name, description), 'invalid_query_string'),
 };
 
 export const uriTooLong = (maxParamLength: number) =>

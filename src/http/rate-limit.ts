@@ -1,4 +1,8 @@
 import { Redis } from 'ioredis';
+import type { Logger } from '../logger.ts';
+import { RedisOutage, type RedisFailurePolicy } from './redis-outage.ts';
+
+export type { RedisFailurePolicy } from './redis-outage.ts';
 
 /** Bucket capacity and continuous refill rate (tokens per second). */
 export interface RateLimitSettings {
@@ -218,65 +222,120 @@ type ScriptedRedis = Redis & {
   tenantryRateLimitGiveBack(key: string, size: number, refillPerSecond: number): Promise<number>;
 };
 
-/**
- * A token bucket shared by every node using the same Redis. Redis failures fail open: the request is
- * allowed and the error goes to `onError` (connection errors too), since an unavailable limiter
- * should not take the API down with it. Nothing is logged here; that is the caller's choice.
- */
-export function redisRateLimiter(
-  settings: RateLimitSettings,
-  redisUrl: string,
-  onError?: (err: Error) => void,
-): RateLimiter {
-  validate(settings);
-  const { size, refillPerSecond } = settings;
+export interface RedisRateLimitOptions {
+  /** The server's logger: a Redis outage is logged once when it starts and once when it ends. */
+  logger?: Logger;
+  /** What decides while Redis cannot (see RedisFailurePolicy); `allow` unless told. */
+  whenUnavailable?: RedisFailurePolicy;
+  /** Every Redis failure as it happens, connection errors too (for tests and metrics); never throws back. */
+  onError?: (err: Error) => void;
+}
 
-  const report = (err: unknown): void => {
-    if (!onError) return;
+/**
+ * Token buckets shared by every node using the same Redis: each call makes one limit (its own bucket
+ * sizes), and all of them share one connection and one outage log. An unavailable Redis does not take
+ * the API down with it: meanwhile the policy decides (see RedisFailurePolicy). The connection closes
+ * when the last limit made here is closed.
+ */
+export function redisRateLimiters(
+  redisUrl: string,
+  options: RedisRateLimitOptions = {},
+): (settings: RateLimitSettings) => RateLimiter {
+  const policy = options.whenUnavailable ?? 'allow';
+  const outage = new RedisOutage(redisUrl, policy, options.logger);
+  let redis: ScriptedRedis | undefined;
+  let open = 0;
+
+  const failed = (err: unknown): void => {
+    const error = err instanceof Error ? err : new Error(String(err));
+    outage.failed(error);
     try {
-      onError(err instanceof Error ? err : new Error(String(err)));
+      options.onError?.(error);
     } catch {
-      // A throwing error reporter must not undo fail-open.
+      // A throwing observer must not undo the policy.
     }
   };
 
-  const redis = new Redis(redisUrl, {
-    lazyConnect: false,
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: true,
-    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
-  }) as ScriptedRedis;
-  // Without a listener ioredis prints every connection error to the console itself.
-  redis.on('error', report);
-  // defineCommand sends EVALSHA and falls back to EVAL only when the server lacks the script.
-  redis.defineCommand('tenantryRateLimitTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
-  redis.defineCommand('tenantryRateLimitGiveBack', { numberOfKeys: 1, lua: GIVE_BACK_SCRIPT });
-
-  return {
-    async take(key) {
-      try {
-        const [allowed, tokens, at] = await redis.tenantryRateLimitTake(REDIS_KEY_PREFIX + key, size, refillPerSecond);
-        return stateOf(allowed === 1, Number(tokens), Number(at), settings);
-      } catch (err) {
-        report(err);
-        // The real bucket is unknown; answer as a fresh bucket would after this one request.
-        return stateOf(true, size - 1, Date.now(), settings);
-      }
-    },
-    async giveBack(key) {
-      try {
-        await redis.tenantryRateLimitGiveBack(REDIS_KEY_PREFIX + key, size, refillPerSecond);
-      } catch (err) {
-        report(err);
-      }
-    },
-    async close() {
-      try {
-        await redis.quit();
-      } catch {
-        // quit can fail on a broken connection; the socket still has to go.
-        redis.disconnect();
-      }
-    },
+  const connect = (): ScriptedRedis => {
+    const client = new Redis(redisUrl, {
+      lazyConnect: false,
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: true,
+      commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    }) as ScriptedRedis;
+    // Without a listener ioredis prints every connection error to the console itself.
+    client.on('error', failed);
+    client.on('ready', () => outage.recovered());
+    // defineCommand sends EVALSHA and falls back to EVAL only when the server lacks the script.
+    client.defineCommand('tenantryRateLimitTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+    client.defineCommand('tenantryRateLimitGiveBack', { numberOfKeys: 1, lua: GIVE_BACK_SCRIPT });
+    return client;
   };
+
+  return (settings) => {
+    validate(settings);
+    const { size, refillPerSecond } = settings;
+    const client = (redis ??= connect());
+    open++;
+    // Only `local` needs buckets of its own; they are used while Redis is out, and idle otherwise.
+    const local = policy === 'local' ? memoryRateLimiter(settings) : undefined;
+    /** The decision while Redis cannot make it. */
+    const withoutRedis = async (key: string): Promise<RateLimitState> => {
+      outage.decidedWithoutRedis();
+      if (local !== undefined) return local.take(key);
+      // The real bucket is unknown: allowed as a fresh bucket would be after this one request, or refused.
+      const now = Date.now();
+      return policy === 'deny' ? stateOf(false, 0, now, settings) : stateOf(true, size - 1, now, settings);
+    };
+    // While the connection is down, commands would only wait for a reconnect to fail: decide at once.
+    const redisDown = () => outage.ongoing && client.status !== 'ready';
+    let closed = false;
+
+    return {
+      async take(key) {
+        if (redisDown()) return withoutRedis(key);
+        try {
+          const reply = await client.tenantryRateLimitTake(REDIS_KEY_PREFIX + key, size, refillPerSecond);
+          const [allowed, tokens, at] = reply;
+          outage.recovered();
+          return stateOf(allowed === 1, Number(tokens), Number(at), settings);
+        } catch (err) {
+          failed(err);
+          return withoutRedis(key);
+        }
+      },
+      async giveBack(key) {
+        if (redisDown()) return local?.giveBack(key);
+        try {
+          await client.tenantryRateLimitGiveBack(REDIS_KEY_PREFIX + key, size, refillPerSecond);
+          outage.recovered();
+        } catch (err) {
+          failed(err);
+          await local?.giveBack(key);
+        }
+      },
+      async close() {
+        if (closed) return;
+        closed = true;
+        await local?.close();
+        if (--open > 0) return;
+        redis = undefined;
+        try {
+          await client.quit();
+        } catch {
+          // quit can fail on a broken connection; the socket still has to go.
+          client.disconnect();
+        }
+      },
+    };
+  };
+}
+
+/** One limit on its own connection; see redisRateLimiters. */
+export function redisRateLimiter(
+  settings: RateLimitSettings,
+  redisUrl: string,
+  options: RedisRateLimitOptions = {},
+): RateLimiter {
+  return redisRateLimiters(redisUrl, options)(settings);
 }
