@@ -100,9 +100,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const signingKeys = new SigningKeyService(new SigningKeyStore(database), secretBox);
   const clients = new ClientService(new ClientStore(database));
   const connections = new ConnectionService(new ConnectionStore(database));
-  const customDomainCertificates = new CustomDomainCertificateService(customDomainStore, secretBox, certificateSource, logger, {
-    refreshMs: config.customDomainCertRefreshMs,
-  });
+  const customDomainCertificates = new CustomDomainCertificateService(
+    customDomainStore, secretBox, certificateSource, logger, { refreshMs: config.customDomainCertRefreshMs },
+  );
   // After each change custom domains drop the tenants' cached hosts and domains (tenants.forget()).
   const customDomains = new CustomDomainService(customDomainStore, tenants, new DnsCheck(config.dnsServers), {
     edgeDomain: config.customDomainEdgeDomain,

@@ -60,5 +60,6 @@ export function project(record: CustomDomain, fields: string | undefined, includ
   if (fields === undefined || fields.trim() === '') return record;
   const names = new Set(fields.split(',').map((f) => f.trim()));
   const keep = include !== false;
-  return Object.fromEntries(Object.entries(record).filter(([key]) => names.has(key) === keep)) as unknown as CustomDomain;
+  const kept = Object.entries(record).filter(([key]) => names.has(key) === keep);
+  return Object.fromEntries(kept) as unknown as CustomDomain;
 }

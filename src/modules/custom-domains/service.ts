@@ -8,7 +8,9 @@ import { DefaultDomain, type DefaultDomainRecord } from './default-domain.ts';
 import type { DnsCheck } from './dns-check.ts';
 import { present, project, type CustomDomain } from './record.ts';
 import type { CreateCustomDomainBody, ListCustomDomainsQuery, UpdateCustomDomainBody } from './schema.ts';
-import type { ClaimedCheck, CustomDomainRow, CustomDomainStatus, CustomDomainStore, CustomDomainType } from './store.ts';
+import type {
+  ClaimedCheck, CustomDomainRow, CustomDomainStatus, CustomDomainStore, CustomDomainType,
+} from './store.ts';
 import { DomainVerification, firstCheckAt, type VerificationSchedule } from './verification.ts';
 
 export type { CustomDomain } from './record.ts';
@@ -159,7 +161,10 @@ export class CustomDomainService {
     return present(await this.store.get(tenantId, id), await this.store.defaultId(tenantId));
   }
 
-  async list(tenantId: string, query: ListCustomDomainsQuery): Promise<CustomDomain[] | { custom_domains: CustomDomain[]; next?: string }> {
+  async list(
+    tenantId: string,
+    query: ListCustomDomainsQuery,
+  ): Promise<CustomDomain[] | { custom_domains: CustomDomain[]; next?: string }> {
     const domain = query.q !== undefined && query.q.trim() !== '' ? parseDomainQuery(query.q) : undefined;
     const paged = query.take !== undefined || query.from !== undefined;
     const take = query.take ?? DEFAULT_TAKE;
@@ -181,7 +186,9 @@ export class CustomDomainService {
       const changed: CustomDomainRow = {
         ...current,
         ...(input.tls_policy === undefined ? {} : { tls_policy: input.tls_policy }),
-        ...(input.custom_client_ip_header === undefined ? {} : { custom_client_ip_header: input.custom_client_ip_header }),
+        ...(input.custom_client_ip_header === undefined
+          ? {}
+          : { custom_client_ip_header: input.custom_client_ip_header }),
         ...(input.relying_party_identifier === undefined
           ? {}
           : { relying_party_identifier: input.relying_party_identifier?.toLowerCase() ?? null }),
@@ -234,7 +241,7 @@ export class CustomDomainService {
     return result;
   }
 
-  /** What choosing an email's domain reads of each of the tenant's custom domains, with which one is the default, in one query. */
+  /** What choosing an email's domain reads of each of the tenant's custom domains, with which one is the default. */
   async emailDomains(tenantId: string): Promise<EmailDomain[]> {
     const rows = await this.store.emailDomains(tenantId);
     return rows.map((r) => ({

@@ -10,7 +10,9 @@ export type CustomDomainType = CustomDomainsTable['type'];
 export type CustomDomainStatus = CustomDomainsTable['status'];
 
 /** What a background check needs of the domain it claimed. */
-export type ClaimedCheck = Pick<CustomDomainRow, 'id' | 'domain' | 'type' | 'verification_record' | 'created_at' | 'check_count'>;
+export type ClaimedCheck = Pick<
+  CustomDomainRow, 'id' | 'domain' | 'type' | 'verification_record' | 'created_at' | 'check_count'
+>;
 
 /** What a DNS check records of a domain: its status and verification members. */
 export type CheckOutcome = Pick<CustomDomainRow, 'status' | 'verification_status' | 'verification_error'>
@@ -343,7 +345,11 @@ export class CustomDomainStore {
    * Stores an issued certificate by compare-and-set on the one read before issuing (its fingerprint,
    * or none): a node that lost the race stores nothing.
    */
-  async storeIssuedCertificate(customDomainId: string, replaced: string | undefined, values: CertificateValues): Promise<void> {
+  async storeIssuedCertificate(
+    customDomainId: string,
+    replaced: string | undefined,
+    values: CertificateValues,
+  ): Promise<void> {
     if (replaced === undefined) {
       await this.database.db
         .insertInto('custom_domain_certificates')

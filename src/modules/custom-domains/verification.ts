@@ -81,8 +81,14 @@ export function verdict(
   return { status: 'pending_verification', verification_status: 'pending', verification_error: check.error };
 }
 
-/** Wait before background check number `checkCount` (0 the first): the initial delay, doubled after each, up to the maximum. */
-export function recheckDelay(checkCount: number, schedule: Pick<VerificationSchedule, 'recheckInitialMs' | 'recheckMaxMs'>): number {
+/**
+ * Wait before background check number `checkCount` (0 the first): the initial delay, doubled after
+ * each, up to the maximum.
+ */
+export function recheckDelay(
+  checkCount: number,
+  schedule: Pick<VerificationSchedule, 'recheckInitialMs' | 'recheckMaxMs'>,
+): number {
   return Math.min(schedule.recheckInitialMs * 2 ** checkCount, schedule.recheckMaxMs);
 }
 
@@ -102,7 +108,8 @@ export function recheckVerdict(
   at: Date,
   schedule: VerificationSchedule,
 ): { verdict: Verdict; nextCheckAt: string | null } {
-  const found = verdict({ status: 'pending_verification', created_at: claim.created_at }, check, at, schedule.verifyWindowMs);
+  const pending = { status: 'pending_verification', created_at: claim.created_at } as const;
+  const found = verdict(pending, check, at, schedule.verifyWindowMs);
   if (found.status !== 'pending_verification') return { verdict: found, nextCheckAt: null };
   const deadline = Date.parse(claim.created_at) + schedule.verifyWindowMs;
   const next = Math.min(at.getTime() + recheckDelay(claim.check_count + 1, schedule), deadline);
@@ -117,7 +124,13 @@ export const awaitsApiKey = (row: Pick<CustomDomainRow, 'type' | 'status' | 'cna
  * A verify call's transition of a domain that is not ready: the verdict (TAKEN when the hostname is
  * ready elsewhere), out of the background schedule once settled; a pending one keeps its place in it.
  */
-export function afterVerify(current: CustomDomainRow, check: Check, taken: boolean, at: Date, windowMs: number): CustomDomainRow {
+export function afterVerify(
+  current: CustomDomainRow,
+  check: Check,
+  taken: boolean,
+  at: Date,
+  windowMs: number,
+): CustomDomainRow {
   const found = taken ? TAKEN : verdict(current, check, at, windowMs);
   const settled = found.status !== 'pending_verification';
   return { ...current, ...found, ...(settled ? { next_check_at: null, check_claimed_until: null } : {}) };

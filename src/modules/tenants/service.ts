@@ -36,7 +36,10 @@ export class TenantService {
     private readonly customHosts: CustomHosts,
   ) {}
 
-  /** Every domain the tenant answers on, its canonical domain first; verified tokens are checked against it on every request. */
+  /**
+   * Every domain the tenant answers on, its canonical domain first; verified tokens are checked against
+   * it on every request.
+   */
   async domains(tenant: Tenant): Promise<ReadonlySet<string>> {
     const cached = this.domainsCache.get(tenant.id);
     if (cached && cached.until > Date.now()) return cached.domains;

@@ -15,7 +15,11 @@ export class TenantStore {
   }
 
   async get(id: string, trx?: Tx): Promise<Tenant | undefined> {
-    return (trx ?? this.database.db).selectFrom('tenants').select(['id', 'domain']).where('id', '=', id).executeTakeFirst();
+    return (trx ?? this.database.db)
+      .selectFrom('tenants')
+      .select(['id', 'domain'])
+      .where('id', '=', id)
+      .executeTakeFirst();
   }
 
   async byDomain(domain: string, trx?: Tx): Promise<Tenant | undefined> {

@@ -15,7 +15,9 @@ describe('custom domain members', () => {
     for (const rpi of [undefined, null, 'login.example.com', 'EXAMPLE.com']) {
       assert.doesNotThrow(() => checkRelyingParty('login.example.com', rpi));
     }
-    const wrong = refusal("The 'relying_party_identifier' must be equal to or a registrable domain suffix of the domain.");
+    const wrong = refusal(
+      "The 'relying_party_identifier' must be equal to or a registrable domain suffix of the domain.",
+    );
     for (const rpi of ['com', 'other.com', 'ogin.example.com', 'xlogin.example.com']) {
       assert.throws(() => checkRelyingParty('login.example.com', rpi), wrong, rpi);
     }
@@ -35,7 +37,9 @@ describe('custom domain members', () => {
     assert.equal(mergeMetadata(null, { a: null }), '{}');
     const ten = JSON.stringify(Object.fromEntries([...Array(10).keys()].map((i) => [`k${i}`, 'v'])));
     assert.throws(() => mergeMetadata(ten, { extra: 'v' }),
-      refusal("Payload validation error: 'Too many properties defined (11), must be at most 10' on property domain_metadata."));
+      refusal(
+        "Payload validation error: 'Too many properties defined (11), must be at most 10' on property domain_metadata.",
+      ));
     assert.doesNotThrow(() => mergeMetadata(ten, { extra: 'v', k0: null }), 'deletions count first');
   });
 });

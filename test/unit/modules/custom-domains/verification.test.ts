@@ -11,6 +11,9 @@ const created = '2026-03-12T09:00:00.000Z';
 const after = (ms: number) => new Date(Date.parse(created) + ms);
 const schedule: VerificationSchedule = { verifyWindowMs: 48 * HOUR, recheckInitialMs: 60_000, recheckMaxMs: HOUR };
 const ok = { ok: true } as const;
+const WINDOW = schedule.verifyWindowMs;
+const pending = { status: 'pending_verification', created_at: created } as const;
+const failed = { status: 'failed', created_at: created } as const;
 const missing = { ok: false, error: 'No CNAME record found for login.example (ENOTFOUND)' } as const;
 
 function row(members: Partial<CustomDomainRow> = {}): CustomDomainRow {
@@ -26,33 +29,34 @@ function row(members: Partial<CustomDomainRow> = {}): CustomDomainRow {
 describe('verification verdict', () => {
   it('makes a domain ready on a successful check, stamped to the second', () => {
     const at = new Date('2026-03-12T10:11:12.345Z');
-    assert.deepEqual(verdict({ status: 'pending_verification', created_at: created }, ok, at, schedule.verifyWindowMs), {
-      status: 'ready', verification_status: 'verified', verification_error: null, last_verified_at: '2026-03-12T10:11:12Z',
+    assert.deepEqual(verdict(pending, ok, at, WINDOW), {
+      status: 'ready', verification_status: 'verified', verification_error: null,
+      last_verified_at: '2026-03-12T10:11:12Z',
     });
   });
 
   it('makes a failed domain ready again when its record appears, even after the window', () => {
-    assert.equal(verdict({ status: 'failed', created_at: created }, ok, after(100 * HOUR), schedule.verifyWindowMs).status, 'ready');
+    assert.equal(verdict(failed, ok, after(100 * HOUR), WINDOW).status, 'ready');
   });
 
   it('keeps a domain pending with the finding while the window is open', () => {
-    assert.deepEqual(verdict({ status: 'pending_verification', created_at: created }, missing, after(HOUR), schedule.verifyWindowMs), {
+    assert.deepEqual(verdict(pending, missing, after(HOUR), WINDOW), {
       status: 'pending_verification', verification_status: 'pending', verification_error: missing.error,
     });
   });
 
   it('fails a domain once the window is over, saying how long it was', () => {
     const window = schedule.verifyWindowMs;
-    assert.deepEqual(verdict({ status: 'pending_verification', created_at: created }, missing, after(window), window), {
+    assert.deepEqual(verdict(pending, missing, after(window), window), {
       status: 'failed', verification_status: 'failed',
       verification_error: `Verification did not succeed within 48 hours: ${missing.error}`,
     });
-    assert.equal(verdict({ status: 'pending_verification', created_at: created }, missing, after(window - 1), window).status,
+    assert.equal(verdict(pending, missing, after(window - 1), window).status,
       'pending_verification', 'one millisecond before, still pending');
   });
 
   it('keeps a failed domain failed on another failed check, within the window too', () => {
-    assert.equal(verdict({ status: 'failed', created_at: created }, missing, after(1), schedule.verifyWindowMs).status, 'failed');
+    assert.equal(verdict(failed, missing, after(1), WINDOW).status, 'failed');
   });
 
   it('states the window in the largest whole unit', () => {
@@ -77,7 +81,8 @@ describe('background re-check schedule', () => {
 
   it('schedules the next check after a failed one, by the doubled delay', () => {
     const at = after(HOUR);
-    const { verdict: found, nextCheckAt } = recheckVerdict({ created_at: created, check_count: 2 }, missing, at, schedule);
+    const claim = { created_at: created, check_count: 2 };
+    const { verdict: found, nextCheckAt } = recheckVerdict(claim, missing, at, schedule);
     assert.equal(found.status, 'pending_verification');
     assert.equal(nextCheckAt, new Date(at.getTime() + 480_000).toISOString());
   });
@@ -86,19 +91,20 @@ describe('background re-check schedule', () => {
     const at = after(schedule.verifyWindowMs - 1_000);
     const { nextCheckAt } = recheckVerdict({ created_at: created, check_count: 9 }, missing, at, schedule);
     assert.equal(nextCheckAt, after(schedule.verifyWindowMs).toISOString());
-    const last = recheckVerdict({ created_at: created, check_count: 10 }, missing, after(schedule.verifyWindowMs), schedule);
+    const last = recheckVerdict({ created_at: created, check_count: 10 }, missing, after(WINDOW), schedule);
     assert.deepEqual([last.verdict.status, last.nextCheckAt], ['failed', null]);
   });
 
   it('takes a domain off the schedule once a check makes it ready', () => {
-    const { verdict: found, nextCheckAt } = recheckVerdict({ created_at: created, check_count: 0 }, ok, after(1), schedule);
+    const claim = { created_at: created, check_count: 0 };
+    const { verdict: found, nextCheckAt } = recheckVerdict(claim, ok, after(1), schedule);
     assert.deepEqual([found.status, nextCheckAt], ['ready', null]);
   });
 });
 
 describe('a verify call on a domain not ready', () => {
   it('settles a ready verdict and takes the domain off the background schedule', () => {
-    const changed = afterVerify(row({ check_claimed_until: 'lease' }), ok, false, after(1), schedule.verifyWindowMs);
+    const changed = afterVerify(row({ check_claimed_until: 'lease' }), ok, false, after(1), WINDOW);
     assert.equal(changed.status, 'ready');
     assert.equal(changed.next_check_at, null);
     assert.equal(changed.check_claimed_until, null);
@@ -106,7 +112,7 @@ describe('a verify call on a domain not ready', () => {
 
   it('leaves a pending domain its place in the schedule', () => {
     const current = row({ check_claimed_until: 'lease' });
-    const changed = afterVerify(current, missing, false, after(1), schedule.verifyWindowMs);
+    const changed = afterVerify(current, missing, false, after(1), WINDOW);
     assert.equal(changed.status, 'pending_verification');
     assert.equal(changed.verification_error, missing.error);
     assert.equal(changed.next_check_at, current.next_check_at);
@@ -114,7 +120,7 @@ describe('a verify call on a domain not ready', () => {
   });
 
   it('fails a domain whose hostname another tenant verified first, whatever DNS says', () => {
-    const changed = afterVerify(row(), ok, true, after(1), schedule.verifyWindowMs);
+    const changed = afterVerify(row(), ok, true, after(1), WINDOW);
     assert.deepEqual(
       [changed.status, changed.verification_status, changed.verification_error, changed.next_check_at],
       [TAKEN.status, TAKEN.verification_status, TAKEN.verification_error, null],

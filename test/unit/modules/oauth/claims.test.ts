@@ -17,7 +17,8 @@ const refusedWith = (message: string) => (error: unknown) => {
 
 describe('access token claims', () => {
   it('yields the client, its scopes, expiry and the domains that made the token valid', () => {
-    const checked = checkClaims({ ...valid, aud: ['https://other.test/api/v2/', 'https://login.brand.test/api/v2/'] }, NOW, domains);
+    const aud = ['https://other.test/api/v2/', 'https://login.brand.test/api/v2/'];
+    const checked = checkClaims({ ...valid, aud }, NOW, domains);
     assert.equal(checked.clientId, 'client-1');
     assert.deepEqual([...checked.scopes], ['read:users', 'create:users']);
     assert.equal(checked.expiresAtMs, (NOW + 3600) * 1000);
@@ -54,7 +55,8 @@ describe('access token claims', () => {
       refusedWith('Bad issuer: https://other.test/'));
     assert.throws(() => checkClaims({ ...valid, iss: 'https://other.test/', aud: 'x' }, NOW, domains),
       refusedWith('Bad issuer: https://other.test/'));
-    assert.throws(() => checkClaims({ ...valid, aud: ['https://other.test/api/v2/', 'https://tenant.test/'] }, NOW, domains),
+    const aud = ['https://other.test/api/v2/', 'https://tenant.test/'];
+    assert.throws(() => checkClaims({ ...valid, aud }, NOW, domains),
       refusedWith('Bad audience: https://other.test/api/v2/ https://tenant.test/'));
   });
 
