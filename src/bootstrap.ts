@@ -1,10 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { isUniqueViolation } from './db/database.ts';
 import { ALL_SCOPES } from './modules/oauth/scopes.ts';
 import { DEFAULT_CONNECTION, OWN_PROVIDER } from './modules/users/user.ts';
 import type { Services } from './services.ts';
-import type { Tenant } from './modules/tenants/service.ts';
+import { TenantTaken, type Tenant } from './modules/tenants/service.ts';
 
 export const DEFAULT_TENANT_ID = 'default';
 export const ADMIN_CLIENT_NAME = 'Tenantry admin';
@@ -15,8 +14,12 @@ export interface BootstrapResult {
   admin?: { clientId: string; clientSecret: string; credentialsFile?: string };
 }
 
-/** Everything a new tenant needs to work: a signing key and its database connection. */
-export async function provisionTenant(services: Services, id: string, domain: string): Promise<Tenant> {
+/** Everything a new tenant needs to work: a signing key and its database connection. TenantTaken when the id or domain is. */
+export async function provisionTenant(
+  services: Pick<Services, 'tenants' | 'signingKeys' | 'connections'>,
+  id: string,
+  domain: string,
+): Promise<Tenant> {
   const tenant = await services.tenants.create(id, domain);
   await services.signingKeys.create(tenant.id);
   await services.connections.ensure(tenant.id, DEFAULT_CONNECTION, OWN_PROVIDER);
@@ -36,7 +39,7 @@ export async function bootstrap(services: Services): Promise<BootstrapResult> {
     tenant = await provisionTenant(services, DEFAULT_TENANT_ID, config.tenantDomain);
   } catch (error) {
     // Several nodes starting at once on one database: one creates the tenant, the others use it.
-    const created = isUniqueViolation(error) ? await services.tenants.get(DEFAULT_TENANT_ID) : undefined;
+    const created = error instanceof TenantTaken ? await services.tenants.get(DEFAULT_TENANT_ID) : undefined;
     if (created) return { tenant: created };
     throw error;
   }

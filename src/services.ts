@@ -3,15 +3,21 @@ import { migrate, openDatabase, type Database } from './db/database.ts';
 import { memoryRateLimiter, redisRateLimiters, type RateLimiter, type RateLimitSettings } from './http/rate-limit.ts';
 import { CaptchaService } from './modules/captcha/service.ts';
 import { ClientService } from './modules/clients/service.ts';
+import { ClientStore } from './modules/clients/store.ts';
 import { ConnectionService } from './modules/connections/service.ts';
+import { ConnectionStore } from './modules/connections/store.ts';
 import { CustomDomainService } from './modules/custom-domains/service.ts';
 import { CustomDomainCertificateService } from './modules/custom-domains/certificates.ts';
+import { CustomDomainHosts } from './modules/custom-domains/hosts.ts';
+import { CustomDomainStore } from './modules/custom-domains/store.ts';
 import { createCertificateSource } from './tls/certificate-source.ts';
-import { DomainVerifier } from './modules/custom-domains/verification.ts';
+import { DnsCheck } from './modules/custom-domains/dns-check.ts';
 import { VerificationRechecks } from './modules/custom-domains/rechecks.ts';
 import { AccessTokenService } from './modules/oauth/access-tokens.ts';
 import { SigningKeyService } from './modules/signing-keys/service.ts';
+import { SigningKeyStore } from './modules/signing-keys/store.ts';
 import { TenantService } from './modules/tenants/service.ts';
+import { TenantStore } from './modules/tenants/store.ts';
 import { SegmentService } from './modules/segments/service.ts';
 import { UserService } from './modules/users/service.ts';
 import { SecretBox } from './secret-box.ts';
@@ -87,26 +93,31 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const database = openDatabase(config);
   await migrate(database);
   const secretBox = config.encryptionKey ? SecretBox.fromKey(config.encryptionKey) : SecretBox.fromKeyFile(config.dataDir);
-  const tenants = new TenantService(database);
-  const signingKeys = new SigningKeyService(database, secretBox);
-  const clients = new ClientService(database);
-  const connections = new ConnectionService(database);
-  const customDomains = new CustomDomainService(database, tenants, new DomainVerifier(config.dnsServers), {
+  const customDomainStore = new CustomDomainStore(database);
+  // Tenants answer on their ready custom domains too: resolving a Host and checking a token's domains ask them.
+  const tenants = new TenantService(new TenantStore(database), new CustomDomainHosts(customDomainStore));
+  const signingKeys = new SigningKeyService(new SigningKeyStore(database), secretBox);
+  const clients = new ClientService(new ClientStore(database));
+  const connections = new ConnectionService(new ConnectionStore(database));
+  const customDomainCertificates = new CustomDomainCertificateService(
+    customDomainStore, secretBox, certificateSource, logger, { refreshMs: config.customDomainCertRefreshMs },
+  );
+  // After each change custom domains drop the tenants' cached hosts and domains (tenants.forget()).
+  const customDomains = new CustomDomainService(customDomainStore, tenants, new DnsCheck(config.dnsServers), {
     edgeDomain: config.customDomainEdgeDomain,
     maxPerTenant: config.customDomainsMax,
     verifyWindowMs: config.customDomainVerifyWindowSeconds * 1000,
     recheckInitialMs: config.customDomainRecheckInitialMs,
     recheckMaxMs: config.customDomainRecheckMaxMs,
+  }, {
+    // A domain that becomes ready gets its certificate before its first visitor asks for it.
+    becameReady: (hostname) => customDomainCertificates.provision(hostname),
   });
   const background = options.background !== false;
-  const verificationRechecks = new VerificationRechecks(database, customDomains, config.customDomainRecheckInitialMs);
+  const verificationRechecks = new VerificationRechecks(
+    customDomainStore, customDomains, config.customDomainRecheckInitialMs, logger,
+  );
   if (background) verificationRechecks.start();
-  const customDomainCertificates = new CustomDomainCertificateService(database, secretBox, certificateSource, {
-    refreshMs: config.customDomainCertRefreshMs,
-  });
-  customDomains.onReady((domain) => customDomainCertificates.provision(domain));
-  tenants.addHostLookup((host) => customDomains.lookupHost(host));
-  tenants.addDomainsProvider((tenantId) => customDomains.readyDomains(tenantId));
   // With Redis, every limit is shared by all the nodes (one connection, its outages logged once);
   // without it, each node counts for itself.
   const redisLimiter = config.redisUrl

@@ -103,13 +103,16 @@ for (const kind of databaseKinds()) {
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
       let holding = true;
-      server.services.tenants.addDomainsProvider(async () => {
-        if (!holding) return [];
+      const hosts = server.services.tenants['customHosts'];
+      const readyDomains = hosts.readyDomains.bind(hosts);
+      hosts.readyDomains = async (tenantId) => {
+        const found = await readyDomains(tenantId);
+        if (!holding) return found;
         holding = false;
         entered();
         await gate;
-        return [];
-      });
+        return found;
+      };
       server.services.tenants.forget();
       const during = onThisNode(token);
       await reading;

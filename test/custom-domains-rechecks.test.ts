@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeJwt } from 'jose';
 import { claimDueRows } from '../src/db/claim-due.ts';
-import { DUE_CHECKS } from '../src/modules/custom-domains/rechecks.ts';
+import { DUE_CHECKS } from '../src/modules/custom-domains/store.ts';
 import { createServices, type Services } from '../src/services.ts';
 import { ADMIN_ID, ADMIN_SECRET, startTestServer, type TestServer } from './helpers/server.ts';
 import { databaseKinds } from './helpers/databases.ts';

@@ -1,11 +1,18 @@
+import type { Database } from '../db/database.ts';
 import { ALL_SCOPES, isScope } from '../modules/oauth/scopes.ts';
-import type { Services } from '../services.ts';
+import type { TenantService } from '../modules/tenants/service.ts';
+import { TenantStore } from '../modules/tenants/store.ts';
 import { parseFlags, print, UsageError, withServices } from './args.ts';
 
-export async function requireTenant(services: Pick<Services, 'tenants'>, id: string) {
+export async function requireTenant(services: { tenants: Pick<TenantService, 'get'> }, id: string) {
   const tenant = await services.tenants.get(id);
   if (!tenant) throw new UsageError(`no tenant "${id}" (see: tenantry tenants list)`);
   return tenant;
+}
+
+/** requireTenant for commands that open the database without the services (events tail). */
+export async function requireTenantIn(database: Database, id: string) {
+  return requireTenant({ tenants: new TenantStore(database) }, id);
 }
 
 export function checkScopes(scopes: readonly string[]): void {

@@ -1,9 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
-import { TenantService } from '../modules/tenants/service.ts';
 import { parseFlags, UsageError } from './args.ts';
-import { requireTenant } from './clients.ts';
+import { requireTenantIn } from './clients.ts';
 
 const POLL_MS = 500;
 /**
@@ -73,7 +72,7 @@ async function tail(filter: { tenant?: string | undefined; stream?: string | und
 }
 
 async function checkFilter(database: Database, filter: { tenant?: string | undefined; stream?: string | undefined }): Promise<void> {
-  if (filter.tenant !== undefined) await requireTenant({ tenants: new TenantService(database) }, filter.tenant);
+  if (filter.tenant !== undefined) await requireTenantIn(database, filter.tenant);
   if (filter.stream !== undefined) {
     const stream = await database.db
       .selectFrom('event_streams')

@@ -1,6 +1,5 @@
 import { provisionTenant } from '../bootstrap.ts';
-import { uniqueOr } from '../db/database.ts';
-import { TENANT_ID_PATTERN } from '../modules/tenants/service.ts';
+import { TENANT_ID_PATTERN, TenantTaken } from '../modules/tenants/service.ts';
 import { parseFlags, print, UsageError, withServices } from './args.ts';
 
 export async function tenantsCommand([sub, ...args]: string[]): Promise<void> {
@@ -14,7 +13,9 @@ export async function tenantsCommand([sub, ...args]: string[]): Promise<void> {
         if (await services.tenants.get(id)) throw new UsageError(`tenant "${id}" already exists`);
         if (await services.tenants.byDomain(domain)) throw new UsageError(`domain "${domain}" already belongs to a tenant`);
         // Another process may have taken the id or domain between the checks and the insert.
-        const tenant = await uniqueOr(provisionTenant(services, id, domain), () => new UsageError(`tenant "${id}" or domain "${domain}" already exists`));
+        const tenant = await provisionTenant(services, id, domain).catch((error: unknown) => {
+          throw error instanceof TenantTaken ? new UsageError(`tenant "${id}" or domain "${domain}" already exists`) : error;
+        });
         print(`Created tenant ${tenant.id} on https://${tenant.domain}/api/v2/`);
       });
     }

@@ -145,3 +145,38 @@ export function tooManyRequests(message = 'Global limit has been reached'): ApiE
 export function serviceUnavailable({ message, errorCode, retryAfterSeconds }: Omit<DatabaseUnavailable, 'code'>): ApiError {
   return new ApiError(503, message, errorCode, undefined, { 'retry-after': String(retryAfterSeconds) });
 }
+
+// ---- Custom domains (src/modules/custom-domains) ----
+
+/** The custom domains API's refusals, in the original's words. */
+export const customDomainError = {
+  notFound: (id: string) => new ApiError(404, `The custom domain ${id} does not exist`, 'inexistent_custom_domain'),
+  alreadyExists: () => conflict('Custom domain already exists.'),
+  tooMany: () => conflict('You reached the maximum number of custom domains for your account.'),
+  mustBeVerified: () => badRequest.body('The domain must be verified before it can be set as default.'),
+  alreadyVerified: () => badRequest.body('Custom domain already verified.'),
+  deletingDefault: () => conflict(
+    'Cannot delete the default custom domain. Please set another domain as default before deleting this one.',
+  ),
+  relyingPartyIdentifier: () => badRequest.body(
+    "The 'relying_party_identifier' must be equal to or a registrable domain suffix of the domain.",
+  ),
+  tlsPolicyOnSelfManaged: () => badRequest.body("The 'tls_policy' cannot be set on self_managed domains"),
+  clientIpHeaderOnSvcManaged: () =>
+    badRequest.body("The 'custom_client_ip_header' cannot be set on svc_managed domains"),
+  unsupportedQuery: () => badRequest.query(
+    "Query validation error: 'Invalid query: only domain:<value> and domain:<prefix>* are supported' on property q.",
+  ),
+};
+
+// ---- Access tokens (src/modules/oauth) ----
+
+/** Why a bearer token is refused (401), in the words of the original's JWT validation. */
+export const tokenRefused = {
+  invalid: () => unauthorized('Invalid token'),
+  badSignature: () => unauthorized('Invalid signature received for JSON Web Token validation.'),
+  expired: () => unauthorized('Expired token received for JSON Web Token validation'),
+  notYetValid: () => unauthorized('Token not yet valid (nbf) received for JSON Web Token validation'),
+  badIssuer: (issuer: unknown) => unauthorized(`Bad issuer: ${String(issuer)}`),
+  badAudience: (audiences: readonly unknown[]) => unauthorized(`Bad audience: ${audiences.join(' ')}`),
+};

@@ -1,8 +1,8 @@
 import { hashSecret, secretMatches } from '../../secret-hash.ts';
-import type { Database } from '../../db/database.ts';
 import { now } from '../../db/database.ts';
 import { newId } from '../../ids.ts';
 import { isScope } from '../oauth/scopes.ts';
+import type { ClientRow, ClientStore } from './store.ts';
 
 export interface Client {
   clientId: string;
@@ -16,9 +16,12 @@ export interface CreatedClient extends Client {
   clientSecret: string;
 }
 
+const clientOf = (row: Pick<ClientRow, 'client_id' | 'tenant_id' | 'name' | 'scopes'>): Client =>
+  ({ clientId: row.client_id, tenantId: row.tenant_id, name: row.name, scopes: JSON.parse(row.scopes) });
+
 /** Machine-to-machine clients and their grants on the tenant's Management API. */
 export class ClientService {
-  constructor(private readonly database: Database) {}
+  constructor(private readonly store: ClientStore) {}
 
   async create(
     tenantId: string,
@@ -29,52 +32,33 @@ export class ClientService {
     const clientId = input.clientId ?? newId.clientId();
     const clientSecret = input.clientSecret ?? newId.clientSecret();
     const scopes = [...new Set(input.scopes)];
-    await this.database.db
-      .insertInto('clients')
-      .values({
-        client_id: clientId,
-        tenant_id: tenantId,
-        name: input.name,
-        secret_hash: hashSecret(clientSecret),
-        scopes: JSON.stringify(scopes),
-        created_at: now(),
-      })
-      .execute();
+    await this.store.insert({
+      client_id: clientId,
+      tenant_id: tenantId,
+      name: input.name,
+      secret_hash: hashSecret(clientSecret),
+      scopes: JSON.stringify(scopes),
+      created_at: now(),
+    });
     return { clientId, tenantId, name: input.name, scopes, clientSecret };
   }
 
   async list(tenantId: string): Promise<Client[]> {
-    const rows = await this.database.db
-      .selectFrom('clients')
-      .select(['client_id', 'tenant_id', 'name', 'scopes'])
-      .where('tenant_id', '=', tenantId)
-      .orderBy('created_at')
-      .execute();
-    return rows.map((r) => ({ clientId: r.client_id, tenantId: r.tenant_id, name: r.name, scopes: JSON.parse(r.scopes) }));
+    return (await this.store.list(tenantId)).map(clientOf);
   }
 
   async get(tenantId: string, clientId: string): Promise<Client | undefined> {
-    const row = await this.database.db
-      .selectFrom('clients')
-      .select(['client_id', 'tenant_id', 'name', 'scopes'])
-      .where('tenant_id', '=', tenantId)
-      .where('client_id', '=', clientId)
-      .executeTakeFirst();
-    return row && { clientId: row.client_id, tenantId: row.tenant_id, name: row.name, scopes: JSON.parse(row.scopes) };
+    const row = await this.store.get(tenantId, clientId);
+    return row && clientOf(row);
   }
 
   /** The client when the secret is right; undefined for an unknown client or a wrong secret alike. */
   async authenticate(tenantId: string, clientId: string, secret: string): Promise<Client | undefined> {
     // No client id holds NUL, and PostgreSQL refuses the character in a query's text.
     if (clientId.includes('\0')) return undefined;
-    const row = await this.database.db
-      .selectFrom('clients')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .where('client_id', '=', clientId)
-      .executeTakeFirst();
+    const row = await this.store.withSecret(tenantId, clientId);
     if (!row) return undefined;
     if (!secretMatches(row.secret_hash, secret)) return undefined;
-    return { clientId: row.client_id, tenantId: row.tenant_id, name: row.name, scopes: JSON.parse(row.scopes) };
+    return clientOf(row);
   }
 }

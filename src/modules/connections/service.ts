@@ -1,6 +1,6 @@
-import type { Database } from '../../db/database.ts';
 import { now } from '../../db/database.ts';
 import { newId } from '../../ids.ts';
+import type { ConnectionStore } from './store.ts';
 
 export interface Connection {
   id: string;
@@ -11,15 +11,10 @@ export interface Connection {
 
 /** The tenant's connections: where its users' identities live. */
 export class ConnectionService {
-  constructor(private readonly database: Database) {}
+  constructor(private readonly store: ConnectionStore) {}
 
   async byName(tenantId: string, name: string): Promise<Connection | undefined> {
-    return this.database.db
-      .selectFrom('connections')
-      .select(['id', 'name', 'strategy'])
-      .where('tenant_id', '=', tenantId)
-      .where('name', '=', name)
-      .executeTakeFirst();
+    return this.store.byName(tenantId, name);
   }
 
   /** Returns the named connection, creating it with the strategy given when it does not exist yet. */
@@ -27,11 +22,7 @@ export class ConnectionService {
     const existing = await this.byName(tenantId, name);
     if (existing) return existing;
     const connection = { id: newId.connection(), name, strategy };
-    await this.database.db
-      .insertInto('connections')
-      .values({ ...connection, tenant_id: tenantId, created_at: now() })
-      .onConflict((oc) => oc.columns(['tenant_id', 'name']).doNothing())
-      .execute();
+    await this.store.insertUnlessNamed(tenantId, connection, now());
     return (await this.byName(tenantId, name)) ?? connection;
   }
 }

@@ -1,10 +1,10 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
-import type { Database } from '../../db/database.ts';
 import { now } from '../../db/database.ts';
-import type { CustomDomainCertificatesTable, CustomDomainsTable } from '../../db/schema.ts';
+import type { Logger } from '../../logger.ts';
 import type { SecretBox } from '../../secret-box.ts';
 import type { CertificateSource } from '../../tls/certificate-source.ts';
 import { SniContexts, type ServedCertificate, type SniCallback } from '../../tls/sni.ts';
+import type { CertificateValues, CustomDomainStore, ReadyDomain, StoredCertificate } from './store.ts';
 
 /** An uploaded certificate refused, with the reason in words the operator can act on. */
 export class CertificateRejected extends Error {}
@@ -12,15 +12,7 @@ export class CertificateRejected extends Error {}
 /** `source` of certificates the operator uploaded for self-managed domains. */
 export const UPLOADED = 'upload';
 
-type Certificate = Pick<CustomDomainCertificatesTable, 'source' | 'certificate' | 'private_key' | 'fingerprint' | 'not_before' | 'not_after'>;
-
-/** A ready custom domain and the certificate stored for it, if any. */
-interface ReadyDomain {
-  id: string;
-  domain: string;
-  type: CustomDomainsTable['type'];
-  certificate: Certificate | undefined;
-}
+type Certificate = StoredCertificate;
 
 /** A certificate chain and key, checked and normalised for storage. */
 interface CheckedCertificate {
@@ -110,12 +102,13 @@ export class CustomDomainCertificateService {
   private readonly onError: (error: unknown) => void;
 
   constructor(
-    private readonly database: Database,
+    private readonly store: CustomDomainStore,
     private readonly secretBox: SecretBox,
     private readonly source: CertificateSource | undefined,
-    options: { refreshMs: number; onError?: (error: unknown) => void },
+    logger: Logger,
+    options: { refreshMs: number },
   ) {
-    this.onError = options.onError ?? ((error) => console.error('custom domain certificate:', error));
+    this.onError = (error) => logger.error({ err: error }, 'custom domain certificate failed');
     this.contexts = new SniContexts((hostname) => this.served(hostname), options.refreshMs, this.onError);
   }
 
@@ -135,25 +128,14 @@ export class CustomDomainCertificateService {
    */
   async upload(tenantId: string, hostname: string, chainPem: string, keyPem: string): Promise<{ fingerprint: string; notAfter: string; ready: boolean }> {
     const domain = hostname.toLowerCase().replace(/\.$/, '');
-    const stored = await this.database.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .selectFrom('custom_domains')
-        .select(['id', 'type', 'status'])
-        .where('tenant_id', '=', tenantId)
-        .where('domain', '=', domain)
-        .$if(this.database.dialect === 'postgres', (q) => q.forUpdate())
-        .executeTakeFirst();
+    const stored = await this.store.transaction(async (trx) => {
+      const row = await this.store.findByHostname(trx, tenantId, domain, true);
       if (!row) throw new CertificateRejected(`tenant ${tenantId} has no custom domain ${domain}`);
       if (row.type !== 'self_managed_certs') {
         throw new CertificateRejected(`${domain} is an svc_managed_certs domain: its certificate comes from CUSTOM_DOMAIN_CERT_SOURCE, not from an upload`);
       }
       const checked = checkUploadedCertificate(domain, chainPem, keyPem);
-      const values = this.row(UPLOADED, checked);
-      await trx
-        .insertInto('custom_domain_certificates')
-        .values({ custom_domain_id: row.id, ...values })
-        .onConflict((oc) => oc.column('custom_domain_id').doUpdateSet(values))
-        .execute();
+      await this.store.putCertificate(trx, row.id, this.row(UPLOADED, checked));
       return { fingerprint: checked.fingerprint, notAfter: checked.notAfter, ready: row.status === 'ready' };
     });
     this.contexts.forget(domain);
@@ -165,7 +147,7 @@ export class CustomDomainCertificateService {
     while (this.background.size > 0) await Promise.allSettled([...this.background]);
   }
 
-  private row(source: string, checked: CheckedCertificate): Omit<CustomDomainCertificatesTable, 'custom_domain_id'> {
+  private row(source: string, checked: CheckedCertificate): CertificateValues {
     return {
       source,
       certificate: checked.certificate,
@@ -204,29 +186,7 @@ export class CustomDomainCertificateService {
   }
 
   private async readyDomain(hostname: string): Promise<ReadyDomain | undefined> {
-    const row = await this.database.db
-      .selectFrom('custom_domains')
-      .leftJoin('custom_domain_certificates', 'custom_domain_certificates.custom_domain_id', 'custom_domains.id')
-      .select([
-        'custom_domains.id as id',
-        'custom_domains.domain as domain',
-        'custom_domains.type as type',
-        'custom_domain_certificates.source as source',
-        'custom_domain_certificates.certificate as certificate',
-        'custom_domain_certificates.private_key as private_key',
-        'custom_domain_certificates.fingerprint as fingerprint',
-        'custom_domain_certificates.not_before as not_before',
-        'custom_domain_certificates.not_after as not_after',
-      ])
-      .where('custom_domains.domain', '=', hostname.toLowerCase())
-      .where('custom_domains.status', '=', 'ready')
-      .executeTakeFirst();
-    if (row === undefined) return undefined;
-    const { id, domain, type, source, certificate, private_key, fingerprint, not_before, not_after } = row;
-    const stored = source !== null && certificate !== null && private_key !== null && fingerprint !== null && not_before !== null && not_after !== null
-      ? { source, certificate, private_key, fingerprint, not_before, not_after }
-      : undefined;
-    return { id, domain, type, certificate: stored };
+    return this.store.readyWithCertificate(hostname.toLowerCase());
   }
 
   /** One issuance per domain on this node; across nodes the first stored certificate wins and the others adopt it. */
@@ -242,22 +202,8 @@ export class CustomDomainCertificateService {
   private async issueNow(domain: ReadyDomain, source: CertificateSource): Promise<Certificate | undefined> {
     const issued = await source.issue(domain.domain);
     const values = this.row(source.name, inspect(issued.certificate, issued.privateKey));
-    const replaced = domain.certificate?.fingerprint;
     // Compare-and-set on what was read: a node that lost the race stores nothing and serves the winner's.
-    if (replaced === undefined) {
-      await this.database.db
-        .insertInto('custom_domain_certificates')
-        .values({ custom_domain_id: domain.id, ...values })
-        .onConflict((oc) => oc.column('custom_domain_id').doNothing())
-        .execute();
-    } else {
-      await this.database.db
-        .updateTable('custom_domain_certificates')
-        .set(values)
-        .where('custom_domain_id', '=', domain.id)
-        .where('fingerprint', '=', replaced)
-        .execute();
-    }
+    await this.store.storeIssuedCertificate(domain.id, domain.certificate?.fingerprint, values);
     return (await this.readyDomain(domain.domain))?.certificate;
   }
 }

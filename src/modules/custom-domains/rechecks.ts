@@ -1,11 +1,7 @@
 import { PollingLoop } from '../../background/polling-loop.ts';
-import { claimDueRows, type LeasedTable } from '../../db/claim-due.ts';
-import type { Database } from '../../db/database.ts';
-import type { CustomDomainsTable } from '../../db/schema.ts';
+import type { Logger } from '../../logger.ts';
 import type { CustomDomainService } from './service.ts';
-
-/** What a background check needs of the domain it claimed. */
-export type ClaimedCheck = Pick<CustomDomainsTable, 'id' | 'domain' | 'type' | 'verification_record' | 'created_at' | 'check_count'>;
+import type { CustomDomainStore } from './store.ts';
 
 /** Far longer than one DNS check can take (the verifier's timeout times its tries). */
 const LEASE_MS = 30_000;
@@ -15,22 +11,10 @@ const CONCURRENCY = 16;
 const MAX_POLL_MS = 5_000;
 
 /**
- * Pending domains whose check is due, claimed under a lease so that two nodes never check one domain
- * at the same time; a node that dies mid-check leaves its lease to run out and the domain is claimed again.
- */
-export const DUE_CHECKS: LeasedTable<ClaimedCheck> = {
-  table: 'custom_domains',
-  key: 'id',
-  returning: ['id', 'domain', 'type', 'verification_record', 'created_at', 'check_count'],
-  pendingStatus: 'pending_verification',
-  dueColumn: 'next_check_at',
-  leaseColumn: 'check_claimed_until',
-};
-
-/**
  * Re-checks the DNS of pending custom domains in the background, on the schedule the domains carry
  * (each check doubles the delay to the next, up to a cap) until they are ready or their verification
- * window has run out. Every node runs one; the claim's lease makes them share the work.
+ * window has run out. Every node runs one; the claim's lease (see DUE_CHECKS in store.ts) makes them
+ * share the work.
  */
 export class VerificationRechecks {
   /** Its tracked tasks are the checks in flight. */
@@ -38,10 +22,10 @@ export class VerificationRechecks {
   private readonly pollMs: number;
 
   constructor(
-    private readonly database: Database,
-    private readonly domains: CustomDomainService,
+    private readonly store: CustomDomainStore,
+    private readonly domains: Pick<CustomDomainService, 'recheck'>,
     recheckInitialMs: number,
-    onError: (error: unknown) => void = (error) => console.error('custom domain re-check:', error),
+    logger: Logger,
   ) {
     // A due check waits at most one poll: never longer than the first delay, so short schedules hold.
     this.pollMs = Math.min(recheckInitialMs, MAX_POLL_MS);
@@ -51,7 +35,7 @@ export class VerificationRechecks {
         return this.pollMs;
       },
       afterFailureMs: () => this.pollMs,
-      onError,
+      onError: (error) => logger.error({ err: error }, 'custom domain re-check failed'),
     });
   }
 
@@ -68,7 +52,7 @@ export class VerificationRechecks {
   private async claimAndCheck(): Promise<void> {
     const free = CONCURRENCY - this.loop.inFlight;
     if (free <= 0 || this.loop.stopped) return;
-    const claimed = await claimDueRows(this.database, DUE_CHECKS, { leaseMs: LEASE_MS }, free);
+    const claimed = await this.store.claimDueChecks(LEASE_MS, free);
     for (const claim of claimed) this.loop.track(this.domains.recheck(claim, claim.lease));
   }
 }

@@ -7,7 +7,7 @@ import {
 const BASE = '/api/v2/custom-domains';
 const tags = ['custom-domains'];
 
-export async function customDomainRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function customDomainRoutes(app: FastifyInstance, services: Pick<Services, 'customDomains'>): Promise<void> {
   const domains = services.customDomains;
 
   app.post<{ Body: CreateCustomDomainBody }>(BASE, {

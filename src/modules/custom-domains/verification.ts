@@ -1,52 +1,226 @@
-import { Resolver } from 'node:dns/promises';
-
-/** What one DNS check found: ok, or why not, in words an operator can act on. */
-export type Check = { ok: true } | { ok: false; error: string };
-
-/** Name of the TXT record proving control of a self-managed domain. */
-export const txtRecordName = (domain: string): string => `_svc-custom-domain.${domain}`;
-
-const clean = (name: string): string => name.toLowerCase().replace(/\.$/, '');
+import { randomBytes } from 'node:crypto';
+import { customDomainError } from '../../http/errors.ts';
+import { hashSecret } from '../../secret-hash.ts';
+import type { Check, DnsCheck } from './dns-check.ts';
+import { present, type CustomDomain } from './record.ts';
+import {
+  HostnameTaken, type CheckOutcome, type ClaimedCheck, type CustomDomainRow, type CustomDomainStore,
+} from './store.ts';
 
 /**
- * Asks DNS (the configured resolvers, or the system's) whether a domain's verification record is in place.
- * Only authoritative data decides: resolver errors are reported, never treated as success.
+ * The verification state machine of a custom domain:
+ *
+ *   pending_verification ──check ok──▶ ready
+ *         │  ▲ check failed, window open (background re-checks, each delay doubled up to a cap)
+ *         │  └─┘
+ *         └──check failed, window over──▶ failed ──verify, check ok──▶ ready
+ *
+ * and, from pending or failed, `failed` at once when another tenant's domain of the same hostname
+ * became ready first (only a ready domain reserves its hostname). A ready self-managed domain hands
+ * out its cname-api-key on the first verify call that finds it ready, and only then.
+ *
+ * The rules are the pure functions below; DomainVerification applies them to stored domains.
  */
-export class DomainVerifier {
-  constructor(private readonly servers: readonly string[], private readonly timeoutMs = 2_000) {}
 
-  private resolver(): Resolver {
-    const resolver = new Resolver({ timeout: this.timeoutMs, tries: 2 });
-    if (this.servers.length > 0) resolver.setServers([...this.servers]);
-    return resolver;
-  }
-
-  async checkCname(domain: string, expected: string): Promise<Check> {
-    let answers: string[];
-    try {
-      answers = await this.resolver().resolveCname(domain);
-    } catch (error) {
-      return { ok: false, error: `No CNAME record found for ${domain} (${describe(error)}); expected one pointing to ${expected}` };
-    }
-    if (answers.some((a) => clean(a) === clean(expected))) return { ok: true };
-    return { ok: false, error: `CNAME record for ${domain} resolves to ${answers.map(clean).join(', ')}, expected ${expected}` };
-  }
-
-  async checkTxt(domain: string, expected: string): Promise<Check> {
-    const name = txtRecordName(domain);
-    let answers: string[][];
-    try {
-      answers = await this.resolver().resolveTxt(name);
-    } catch (error) {
-      return { ok: false, error: `No TXT record found for ${name} (${describe(error)}); expected "${expected}"` };
-    }
-    const values = answers.map((chunks) => chunks.join(''));
-    if (values.includes(expected)) return { ok: true };
-    return { ok: false, error: `TXT records for ${name} are ${values.map((v) => `"${v}"`).join(', ')}, expected "${expected}"` };
-  }
+/** How long a domain may stay pending, and how background re-checks are spaced meanwhile. */
+export interface VerificationSchedule {
+  /** Pending domains are re-checked in the background for this long after creation, then failed. */
+  verifyWindowMs: number;
+  /** Delay before the first background re-check; it doubles after each, up to recheckMaxMs. */
+  recheckInitialMs: number;
+  recheckMaxMs: number;
 }
 
-function describe(error: unknown): string {
-  const code = (error as { code?: string } | null)?.code;
-  return code ?? String(error);
+/** What a DNS check makes of a domain's status and verification members. */
+export type Verdict = CheckOutcome;
+
+/**
+ * The verdict on a domain whose hostname another tenant's domain was verified for first: only a ready
+ * domain reserves its hostname, so this one has lost it (until that domain is deleted).
+ */
+export const TAKEN: Verdict = {
+  status: 'failed',
+  verification_status: 'failed',
+  verification_error: 'The domain is already verified by another tenant.',
+};
+
+/** Nested timestamps of the original carry no milliseconds (`2026-03-12T09:23:36Z`). */
+const seconds = (iso: string) => iso.replace(/\.\d{3}Z$/, 'Z');
+
+/** `48 hours`, `10 minutes`, `5 seconds`: the window as the failure message states it. */
+export function describeWindow(ms: number): string {
+  const total = Math.round(ms / 1000);
+  const [count, unit] = total % 3600 === 0
+    ? [total / 3600, 'hour']
+    : total % 60 === 0 ? [total / 60, 'minute'] : [total, 'second'];
+  return `${count} ${unit}${count === 1 ? '' : 's'}`;
+}
+
+/**
+ * Success makes a domain ready. A failure leaves it pending until its verification window has run
+ * out; then, or when it had already failed, it is failed, with the last check's finding.
+ */
+export function verdict(
+  domain: Pick<CustomDomainRow, 'status' | 'created_at'>,
+  check: Check,
+  at: Date,
+  windowMs: number,
+): Verdict {
+  if (check.ok) {
+    return {
+      status: 'ready', verification_status: 'verified', verification_error: null,
+      last_verified_at: seconds(at.toISOString()),
+    };
+  }
+  if (domain.status === 'failed' || at.getTime() >= Date.parse(domain.created_at) + windowMs) {
+    return {
+      status: 'failed', verification_status: 'failed',
+      verification_error: `Verification did not succeed within ${describeWindow(windowMs)}: ${check.error}`,
+    };
+  }
+  return { status: 'pending_verification', verification_status: 'pending', verification_error: check.error };
+}
+
+/**
+ * Wait before background check number `checkCount` (0 the first): the initial delay, doubled after
+ * each, up to the maximum.
+ */
+export function recheckDelay(
+  checkCount: number,
+  schedule: Pick<VerificationSchedule, 'recheckInitialMs' | 'recheckMaxMs'>,
+): number {
+  return Math.min(schedule.recheckInitialMs * 2 ** checkCount, schedule.recheckMaxMs);
+}
+
+/** When the first background check of a domain created at `createdAt` falls due. */
+export function firstCheckAt(createdAt: string, schedule: VerificationSchedule): string {
+  return new Date(Date.parse(createdAt) + recheckDelay(0, schedule)).toISOString();
+}
+
+/**
+ * What background check number `claim.check_count` (made at `at`) makes of a pending domain: its
+ * verdict, and when the next check falls due — never after the window closes, so the last check
+ * fails the domain on time — or null once the verdict settled it.
+ */
+export function recheckVerdict(
+  claim: Pick<ClaimedCheck, 'created_at' | 'check_count'>,
+  check: Check,
+  at: Date,
+  schedule: VerificationSchedule,
+): { verdict: Verdict; nextCheckAt: string | null } {
+  const pending = { status: 'pending_verification', created_at: claim.created_at } as const;
+  const found = verdict(pending, check, at, schedule.verifyWindowMs);
+  if (found.status !== 'pending_verification') return { verdict: found, nextCheckAt: null };
+  const deadline = Date.parse(claim.created_at) + schedule.verifyWindowMs;
+  const next = Math.min(at.getTime() + recheckDelay(claim.check_count + 1, schedule), deadline);
+  return { verdict: found, nextCheckAt: new Date(next).toISOString() };
+}
+
+/** A self-managed domain that is ready but whose cname-api-key was never handed out. */
+export const awaitsApiKey = (row: Pick<CustomDomainRow, 'type' | 'status' | 'cname_api_key_hash'>): boolean =>
+  row.type === 'self_managed_certs' && row.status === 'ready' && row.cname_api_key_hash === null;
+
+/**
+ * A verify call's transition of a domain that is not ready: the verdict (TAKEN when the hostname is
+ * ready elsewhere), out of the background schedule once settled; a pending one keeps its place in it.
+ */
+export function afterVerify(
+  current: CustomDomainRow,
+  check: Check,
+  taken: boolean,
+  at: Date,
+  windowMs: number,
+): CustomDomainRow {
+  const found = taken ? TAKEN : verdict(current, check, at, windowMs);
+  const settled = found.status !== 'pending_verification';
+  return { ...current, ...found, ...(settled ? { next_check_at: null, check_claimed_until: null } : {}) };
+}
+
+/** What a verify call shows, and the hostname it made ready, if it did. */
+export interface Verified {
+  record: CustomDomain;
+  becameReady: string | undefined;
+}
+
+/** Applies the state machine to stored domains: verify calls and background re-checks. */
+export class DomainVerification {
+  constructor(
+    private readonly store: CustomDomainStore,
+    private readonly dns: DnsCheck,
+    private readonly schedule: VerificationSchedule,
+  ) {}
+
+  /**
+   * Checks DNS now; on success the domain is ready. A self-managed domain receives its cname-api-key
+   * from the first verify that finds it ready (also when a background check made it so), and only then.
+   */
+  async verify(tenantId: string, id: string): Promise<Verified> {
+    const before = await this.store.get(tenantId, id);
+    if (before.status === 'ready' && !awaitsApiKey(before)) throw customDomainError.alreadyVerified();
+    const check: Check = before.status === 'ready' ? { ok: true } : await this.dns.check(before);
+    const at = new Date();
+    const outcome = await this.takenOnRace(id, this.store.transaction(async (trx) => {
+      const current = await this.store.get(tenantId, id, trx, true);
+      if (current.status === 'ready' && !awaitsApiKey(current)) throw customDomainError.alreadyVerified();
+      let changed = current.status === 'ready'
+        ? current
+        : afterVerify(current, check, await this.store.readyElsewhere(trx, current), at, this.schedule.verifyWindowMs);
+      let apiKey: string | undefined;
+      if (awaitsApiKey(changed)) {
+        apiKey = randomBytes(64).toString('hex');
+        changed = { ...changed, cname_api_key_hash: hashSecret(apiKey) };
+      }
+      await this.store.recordVerification(trx, id, {
+        status: changed.status,
+        verification_status: changed.verification_status,
+        verification_error: changed.verification_error,
+        last_verified_at: changed.last_verified_at,
+        cname_api_key_hash: changed.cname_api_key_hash,
+        next_check_at: changed.next_check_at,
+        check_claimed_until: changed.check_claimed_until,
+      });
+      return { changed, apiKey };
+    }));
+    const { changed: updated, apiKey } = outcome ?? { changed: await this.store.get(tenantId, id) };
+    const record = present(updated, undefined, false);
+    return {
+      record: apiKey === undefined ? record : { ...record, cname_api_key: apiKey },
+      becameReady: before.status !== 'ready' && updated.status === 'ready' ? updated.domain : undefined,
+    };
+  }
+
+  /**
+   * One background re-check of a domain this node claimed: whether it made the domain ready. Its
+   * outcome is recorded only while the domain is still pending and the claim still this node's: a
+   * verify call meanwhile settles it first.
+   */
+  async recheck(claim: ClaimedCheck, leaseUntil: string): Promise<boolean> {
+    const check = await this.dns.check(claim);
+    const { verdict: found, nextCheckAt } = recheckVerdict(claim, check, new Date(), this.schedule);
+    const recorded = await this.takenOnRace(claim.id, this.store.transaction(async (trx) => {
+      const taken = await this.store.readyElsewhere(trx, claim);
+      const updated = await this.store.recordRecheck(trx, claim.id, leaseUntil, {
+        ...(taken ? TAKEN : found),
+        next_check_at: taken ? null : nextCheckAt,
+        check_count: claim.check_count + 1,
+      });
+      return { status: taken ? TAKEN.status : found.status, updated };
+    }));
+    return recorded?.status === 'ready' && recorded.updated;
+  }
+
+  /**
+   * What `settling` (the transaction recording a check of domain `id`) yields; when another tenant's
+   * verification of the same hostname committed first, that transaction is undone, the domain
+   * recorded as taken, and undefined yielded.
+   */
+  private async takenOnRace<T>(id: string, settling: Promise<T>): Promise<T | undefined> {
+    try {
+      return await settling;
+    } catch (error) {
+      if (!(error instanceof HostnameTaken)) throw error;
+      await this.store.settleUnlessReady(id, TAKEN);
+      return undefined;
+    }
+  }
 }

@@ -1,23 +1,16 @@
 import { sign as signAsync, verify as verifySignature } from 'node:crypto';
 import { promisify } from 'node:util';
-import { unauthorized } from '../../http/errors.ts';
+import { tokenRefused } from '../../http/errors.ts';
 import type { SigningKeyService } from '../signing-keys/service.ts';
 import type { Tenant, TenantService } from '../tenants/service.ts';
+import { checkClaims, issuerOf, type AccessTokenClaims } from './claims.ts';
+
+export {
+  domainOfAudience, domainOfIssuer, issuerOf, managementAudienceOf, type AccessTokenClaims,
+} from './claims.ts';
 
 // With a callback, crypto.sign runs on libuv's thread pool, so RSA signing uses every core.
 const sign = promisify(signAsync) as (algorithm: string, data: Buffer, key: import('node:crypto').KeyObject) => Promise<Buffer>;
-
-export interface AccessTokenClaims {
-  iss: string;
-  sub: string;
-  aud: string | string[];
-  iat: number;
-  exp: number;
-  nbf?: number;
-  scope?: string;
-  gty?: string;
-  azp?: string;
-}
 
 /** Who is calling, as a verified token says. */
 export interface Principal {
@@ -25,17 +18,6 @@ export interface Principal {
   clientId: string;
   scopes: ReadonlySet<string>;
 }
-
-export const issuerOf = (domain: string): string => `https://${domain}/`;
-export const managementAudienceOf = (domain: string): string => `https://${domain}/api/v2/`;
-
-/** The inverse of issuerOf and managementAudienceOf, so a claim is checked with one Set lookup. */
-const domainIn = (claim: unknown, suffix: string): string | undefined =>
-  typeof claim === 'string' && claim.length > 8 + suffix.length && claim.startsWith('https://') && claim.endsWith(suffix)
-    ? claim.slice(8, -suffix.length)
-    : undefined;
-export const domainOfIssuer = (iss: unknown): string | undefined => domainIn(iss, '/');
-export const domainOfAudience = (aud: unknown): string | undefined => domainIn(aud, '/api/v2/');
 
 const encodeJson = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 
@@ -51,8 +33,6 @@ interface CachedToken {
 }
 
 const CACHE_ENTRIES = 10_000;
-
-const BAD_SIGNATURE = 'Invalid signature received for JSON Web Token validation.';
 
 /**
  * Issues and verifies the Management API's RS256 access tokens. Verification results are cached
@@ -71,8 +51,8 @@ export class AccessTokenService {
   private readonly verified = new Map<string, CachedToken>();
 
   constructor(
-    private readonly keys: SigningKeyService,
-    private readonly tenants: TenantService,
+    private readonly keys: Pick<SigningKeyService, 'current' | 'verificationKeys'>,
+    private readonly tenants: Pick<TenantService, 'domains'>,
     private readonly lifetimeSeconds: number,
   ) {}
 
@@ -107,45 +87,30 @@ export class AccessTokenService {
     }
 
     const parts = token.split('.');
-    if (parts.length !== 3) throw unauthorized('Invalid token');
+    if (parts.length !== 3) throw tokenRefused.invalid();
     const [encodedHeader, encodedPayload, encodedSignature] = parts as [string, string, string];
     const header = parseSegment(encodedHeader);
     // Only RS256: `none`, HS256 (a classic key-confusion attack) and everything else are refused.
-    if (header.alg !== 'RS256') throw unauthorized('Invalid token');
+    if (header.alg !== 'RS256') throw tokenRefused.invalid();
     const kid = typeof header.kid === 'string' ? header.kid : '';
     const key = keys.byKid.get(kid);
-    if (!key) throw unauthorized(BAD_SIGNATURE);
+    if (!key) throw tokenRefused.badSignature();
     // Buffer (like jose's atob) decodes loosely: padding, `+` and `/`, set unused low bits, even stray
     // characters. Re-encoding (only here, after a cache miss) admits the one canonical spelling.
     const signatureBytes = Buffer.from(encodedSignature, 'base64url');
-    if (signatureBytes.toString('base64url') !== encodedSignature) throw unauthorized(BAD_SIGNATURE);
+    if (signatureBytes.toString('base64url') !== encodedSignature) throw tokenRefused.badSignature();
     const signingInput = Buffer.from(`${encodedHeader}.${encodedPayload}`);
-    if (!verifySignature('sha256', signingInput, key, signatureBytes)) throw unauthorized(BAD_SIGNATURE);
+    if (!verifySignature('sha256', signingInput, key, signatureBytes)) throw tokenRefused.badSignature();
 
     const claims = parseSegment(encodedPayload) as Partial<AccessTokenClaims>;
-    const nowSeconds = Math.floor(Date.now() / 1000);
-    if (typeof claims.exp !== 'number') throw unauthorized('Invalid token');
-    if (claims.exp <= nowSeconds) throw unauthorized('Expired token received for JSON Web Token validation');
-    if (claims.nbf !== undefined && (typeof claims.nbf !== 'number' || claims.nbf > nowSeconds)) {
-      throw unauthorized('Token not yet valid (nbf) received for JSON Web Token validation');
-    }
-    const issuerDomain = domainOfIssuer(claims.iss);
-    if (issuerDomain === undefined || !domains.has(issuerDomain)) throw unauthorized(`Bad issuer: ${String(claims.iss)}`);
-    const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-    const audienceDomain = audiences.map(domainOfAudience).find((domain) => domain !== undefined && domains.has(domain));
-    if (audienceDomain === undefined) throw unauthorized(`Bad audience: ${audiences.join(' ')}`);
-    if (typeof claims.sub !== 'string') throw unauthorized('Invalid token');
-
-    const principal: Principal = {
-      tenantId: tenant.id,
-      clientId: typeof claims.azp === 'string' ? claims.azp : claims.sub.replace(/@clients$/, ''),
-      scopes: new Set(typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : []),
-    };
+    const checked = checkClaims(claims, Math.floor(Date.now() / 1000), domains);
+    const principal: Principal = { tenantId: tenant.id, clientId: checked.clientId, scopes: checked.scopes };
     if (this.verified.size >= CACHE_ENTRIES) {
       const oldest = this.verified.keys().next().value;
       if (oldest !== undefined) this.verified.delete(oldest);
     }
-    this.verified.set(signature, { token, principal, expiresAtMs: claims.exp * 1000, kid, issuerDomain, audienceDomain });
+    const { expiresAtMs, issuerDomain, audienceDomain } = checked;
+    this.verified.set(signature, { token, principal, expiresAtMs, kid, issuerDomain, audienceDomain });
     return principal;
   }
 }
@@ -157,6 +122,6 @@ function parseSegment(segment: string): Record<string, unknown> {
   } catch {
     // fall through: any undecodable segment is an invalid token
   }
-  throw unauthorized('Invalid token');
+  throw tokenRefused.invalid();
 }
 

@@ -31,7 +31,10 @@ const MAX_CLIENT_ID_LENGTH = 256;
 const field = (body: Record<string, unknown>, name: string): string | undefined =>
   typeof body[name] === 'string' && body[name] !== '' ? (body[name] as string) : undefined;
 
-export async function oauthRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function oauthRoutes(
+  app: FastifyInstance,
+  services: Pick<Services, 'signingKeys' | 'clients' | 'tenants' | 'accessTokens' | 'tokenFailureLimiters'>,
+): Promise<void> {
   const failures = new ClientAuthenticationLimit(services.tokenFailureLimiters);
 
   app.get('/.well-known/jwks.json', { config: { public: true }, schema: { hide: true } }, async (request) =>

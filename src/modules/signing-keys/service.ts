@@ -1,9 +1,9 @@
 import { createPrivateKey, createPublicKey, generateKeyPair, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
-import type { Database } from '../../db/database.ts';
 import { now } from '../../db/database.ts';
 import { newId } from '../../ids.ts';
 import type { SecretBox } from '../../secret-box.ts';
+import type { SigningKeyStatus, SigningKeyStore } from './store.ts';
 
 const generateRsa = promisify(generateKeyPair);
 
@@ -40,26 +40,23 @@ export class SigningKeyService {
   private generation = 0;
 
   constructor(
-    private readonly database: Database,
+    private readonly store: SigningKeyStore,
     private readonly secretBox: SecretBox,
   ) {}
 
-  async create(tenantId: string, status: 'current' | 'previous' = 'current'): Promise<string> {
+  async create(tenantId: string, status: Exclude<SigningKeyStatus, 'revoked'> = 'current'): Promise<string> {
     const { privateKey, publicKey } = await generateRsa('rsa', { modulusLength: 2048 });
     const kid = newId.keyId();
     const jwk = publicKey.export({ format: 'jwk' });
     const publicJwk: PublicJwk = { kty: 'RSA', kid, use: 'sig', alg: 'RS256', n: String(jwk.n), e: String(jwk.e) };
-    await this.database.db
-      .insertInto('signing_keys')
-      .values({
-        kid,
-        tenant_id: tenantId,
-        private_key: this.secretBox.seal(privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()),
-        public_jwk: JSON.stringify(publicJwk),
-        status,
-        created_at: now(),
-      })
-      .execute();
+    await this.store.insert({
+      kid,
+      tenant_id: tenantId,
+      private_key: this.secretBox.seal(privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()),
+      public_jwk: JSON.stringify(publicJwk),
+      status,
+      created_at: now(),
+    });
     this.forget(tenantId);
     return kid;
   }
@@ -67,38 +64,23 @@ export class SigningKeyService {
   /** Makes a new key current; the old current key becomes 'previous' and still verifies. */
   async rotate(tenantId: string): Promise<string> {
     const kid = await this.create(tenantId, 'previous');
-    await this.database.db.transaction().execute(async (trx) => {
-      await trx.updateTable('signing_keys').set({ status: 'previous' }).where('tenant_id', '=', tenantId).where('status', '=', 'current').execute();
-      await trx.updateTable('signing_keys').set({ status: 'current' }).where('kid', '=', kid).execute();
-    });
+    await this.store.makeCurrent(tenantId, kid);
     this.forget(tenantId);
     return kid;
   }
 
   /** Removes a key from JWKS: tokens it signed are refused from then on. */
   async revoke(tenantId: string, kid: string): Promise<boolean> {
-    const result = await this.database.db
-      .updateTable('signing_keys')
-      .set({ status: 'revoked' })
-      .where('tenant_id', '=', tenantId)
-      .where('kid', '=', kid)
-      .where('status', '=', 'previous')
-      .executeTakeFirst();
+    const revoked = await this.store.revokePrevious(tenantId, kid);
     this.forget(tenantId);
-    return Number(result.numUpdatedRows) === 1;
+    return revoked;
   }
 
   async current(tenantId: string): Promise<SigningKey> {
     const cached = this.signingCache.get(tenantId);
     if (cached && cached.until > Date.now()) return cached.key;
     const generation = this.generation;
-    const row = await this.database.db
-      .selectFrom('signing_keys')
-      .select(['kid', 'private_key'])
-      .where('tenant_id', '=', tenantId)
-      .where('status', '=', 'current')
-      .orderBy('created_at', 'desc')
-      .executeTakeFirst();
+    const row = await this.store.current(tenantId);
     if (!row) throw new Error(`tenant ${tenantId} has no signing key`);
     const key = { kid: row.kid, privateKey: createPrivateKey(this.secretBox.open(row.private_key)) };
     if (generation === this.generation) this.signingCache.set(tenantId, { key, until: Date.now() + CACHE_MS });
@@ -117,14 +99,8 @@ export class SigningKeyService {
   }
 
   async jwks(tenantId: string): Promise<{ keys: PublicJwk[] }> {
-    const rows = await this.database.db
-      .selectFrom('signing_keys')
-      .select(['public_jwk'])
-      .where('tenant_id', '=', tenantId)
-      .where('status', '!=', 'revoked')
-      .orderBy('created_at', 'desc')
-      .execute();
-    return { keys: rows.map((r) => JSON.parse(r.public_jwk) as PublicJwk) };
+    const published = await this.store.published(tenantId);
+    return { keys: published.map((jwk) => JSON.parse(jwk) as PublicJwk) };
   }
 
   private forget(tenantId: string): void {

@@ -1,35 +1,22 @@
-import type { Database } from '../../db/database.ts';
+import type { Tx } from '../../db/database.ts';
 import { now } from '../../db/database.ts';
+import type { TenantStore } from './store.ts';
+import { TENANT_ID_PATTERN, type Tenant, type TenantHost } from './tenant.ts';
 
-export interface Tenant {
-  id: string;
-  /** The canonical domain, e.g. `localhost:8080` or `acme.example.com`. */
-  domain: string;
+export { TENANT_ID_PATTERN, TenantTaken, type Tenant, type TenantHost } from './tenant.ts';
+
+/** A host another module (custom domains) maps to a tenant: a TenantHost without the tenant's own domain. */
+export type CustomHost = Omit<TenantHost, 'tenant'> & { tenantId: string };
+
+/**
+ * What tenants ask of the module that adds domains to them (custom domains): consulted for hosts
+ * that are no tenant's canonical domain, and for the domains tokens may name.
+ */
+export interface CustomHosts {
+  lookupHost(host: string): Promise<CustomHost | undefined>;
+  /** The tenant's further domains, for issuers and audiences. */
+  readyDomains(tenantId: string): Promise<string[]>;
 }
-
-/** Tenant ids appear as `a0tenant` in events, so they follow its pattern. */
-export const TENANT_ID_PATTERN = /^[a-z0-9][-a-z0-9]{1,62}[a-z0-9]$/;
-
-/** The tenant a request reached, and under which of its domains (canonical or custom). */
-export interface TenantHost {
-  tenant: Tenant;
-  domain: string;
-  /**
-   * Set for a self-managed custom domain, whose requests must come through the operator's proxy: the
-   * SHA-256 of the key that proxy sends in `cname-api-key`, or null while no key has been issued.
-   */
-  cnameApiKeyHash?: string | null;
-  /**
-   * True for a self-managed domain whose uploaded certificate this server serves itself: a request
-   * that reached it over this server's own TLS under that name needs no proxy, hence no key.
-   */
-  uploadedCertificate?: boolean;
-}
-
-/** Host names another source (custom domains) maps to tenants; consulted after canonical domains. */
-export type HostLookup = (host: string) => Promise<TenantHost | undefined>;
-/** Further domains a tenant answers on (custom domains), for issuers and audiences. */
-export type DomainsProvider = (tenantId: string) => Promise<string[]>;
 
 const CACHE_MS = 5_000;
 
@@ -40,63 +27,65 @@ const CACHE_MS = 5_000;
 export class TenantService {
   private readonly byHost = new Map<string, { found: TenantHost | undefined; until: number }>();
   private only: { tenant: Tenant | undefined; until: number } | undefined;
-  private readonly hostLookups: HostLookup[] = [];
-  private readonly domainsProviders: DomainsProvider[] = [];
   private readonly domainsCache = new Map<string, { domains: ReadonlySet<string>; until: number }>();
   /** Bumped by forget(): a lookup that was under way meanwhile may have read the old rows, so it is not cached. */
   private generation = 0;
 
-  constructor(private readonly database: Database) {}
+  constructor(
+    private readonly store: TenantStore,
+    private readonly customHosts: CustomHosts,
+  ) {}
 
-  /** Lets another module (custom domains) resolve hosts it owns. */
-  addHostLookup(lookup: HostLookup): void {
-    this.hostLookups.push(lookup);
-  }
-
-  addDomainsProvider(provider: DomainsProvider): void {
-    this.domainsProviders.push(provider);
-  }
-
-  /** Every domain the tenant answers on, its canonical domain first; verified tokens are checked against it on every request. */
+  /**
+   * Every domain the tenant answers on, its canonical domain first; verified tokens are checked against
+   * it on every request.
+   */
   async domains(tenant: Tenant): Promise<ReadonlySet<string>> {
     const cached = this.domainsCache.get(tenant.id);
     if (cached && cached.until > Date.now()) return cached.domains;
     const generation = this.generation;
     const domains = new Set([tenant.domain]);
-    for (const provider of this.domainsProviders) for (const domain of await provider(tenant.id)) domains.add(domain);
+    for (const domain of await this.customHosts.readyDomains(tenant.id)) domains.add(domain);
     if (generation !== this.generation) return domains;
     if (this.domainsCache.size > 10_000) this.domainsCache.clear();
     this.domainsCache.set(tenant.id, { domains, until: Date.now() + CACHE_MS });
     return domains;
   }
 
+  /** Adds a tenant; TenantTaken when its id or domain already belongs to one. */
   async create(id: string, domain: string): Promise<Tenant> {
     if (!TENANT_ID_PATTERN.test(id)) throw new Error(`tenant id "${id}" must match ${TENANT_ID_PATTERN}`);
     const tenant = { id, domain: domain.toLowerCase() };
-    await this.database.db.insertInto('tenants').values({ ...tenant, created_at: now() }).execute();
+    await this.store.insert(tenant, now());
     this.forget();
     return tenant;
   }
 
-  async get(id: string): Promise<Tenant | undefined> {
-    return this.database.db.selectFrom('tenants').select(['id', 'domain']).where('id', '=', id).executeTakeFirst();
+  /** The tenant of this id; in `trx` when given (another module's transaction reading it). */
+  async get(id: string, trx?: Tx): Promise<Tenant | undefined> {
+    return this.store.get(id, trx);
   }
 
-  async byDomain(domain: string): Promise<Tenant | undefined> {
-    return this.database.db
-      .selectFrom('tenants')
-      .select(['id', 'domain'])
-      .where('domain', '=', domain.toLowerCase())
-      .executeTakeFirst();
+  /** The tenant whose canonical domain this is; in `trx` when given. */
+  async byDomain(domain: string, trx?: Tx): Promise<Tenant | undefined> {
+    return this.store.byDomain(domain.toLowerCase(), trx);
   }
 
   async list(): Promise<Tenant[]> {
-    return this.database.db.selectFrom('tenants').select(['id', 'domain']).orderBy('created_at').execute();
+    return this.store.list();
   }
 
   /**
-   * Host header → tenant: the canonical domain (with or without the port), then hosts other modules
-   * own; when the server holds a single tenant, it answers on any host.
+   * Holds the tenant until `trx` ends: writes of one tenant that take this run one after another
+   * (custom domain creations, so that the per-tenant cap holds under concurrency).
+   */
+  async lock(trx: Tx, id: string): Promise<void> {
+    await this.store.lock(trx, id);
+  }
+
+  /**
+   * Host header → tenant: the canonical domain (with or without the port), then custom domains;
+   * when the server holds a single tenant, it answers on any host.
    */
   async resolve(hostHeader: string | undefined): Promise<TenantHost | undefined> {
     const host = (hostHeader ?? '').toLowerCase();
@@ -115,7 +104,10 @@ export class TenantService {
     return found;
   }
 
-  /** Drops cached lookups, after a change to tenants or the domains they answer on. */
+  /**
+   * Drops cached lookups, after a change to tenants or the domains they answer on (custom domains
+   * call it after each change they commit).
+   */
   forget(): void {
     this.generation++;
     this.byHost.clear();
@@ -127,24 +119,21 @@ export class TenantService {
     if (host === '') return undefined;
     const withoutPort = host.replace(/:\d+$/, '');
     const candidates = withoutPort === host ? [host] : [host, withoutPort];
-    const found = await this.database.db
-      .selectFrom('tenants')
-      .select(['id', 'domain'])
-      .where('domain', 'in', candidates)
-      .execute();
+    const found = await this.store.byDomains(candidates);
     const exact = found.find((t) => t.domain === host) ?? found[0];
     if (exact) return { tenant: exact, domain: exact.domain };
-    for (const hostLookup of this.hostLookups) {
-      const owned = (await hostLookup(host)) ?? (withoutPort !== host ? await hostLookup(withoutPort) : undefined);
-      if (owned) return owned;
-    }
-    return undefined;
+    const custom = (await this.customHosts.lookupHost(host))
+      ?? (withoutPort !== host ? await this.customHosts.lookupHost(withoutPort) : undefined);
+    if (!custom) return undefined;
+    const { tenantId, ...reached } = custom;
+    const tenant = await this.store.get(tenantId);
+    return tenant && { tenant, ...reached };
   }
 
   private async onlyTenant(at: number): Promise<Tenant | undefined> {
     if (this.only && this.only.until > at) return this.only.tenant;
     const generation = this.generation;
-    const two = await this.database.db.selectFrom('tenants').select(['id', 'domain']).limit(2).execute();
+    const two = await this.store.firstTwo();
     const tenant = two.length === 1 ? two[0] : undefined;
     if (generation === this.generation) this.only = { tenant, until: at + CACHE_MS };
     return tenant;
