@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
-import { CustomDomainHeaders } from '../emails/domain-context.ts';
+import { CustomDomainHeaders } from '../email-verification/domain-context.ts';
 import { parseFields, profileMembers, type User } from './user.ts';
 
 const UserId = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255, description: 'ID of the user' }) }, { additionalProperties: false });

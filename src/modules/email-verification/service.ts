@@ -8,7 +8,7 @@ import type { TemplateRenderer } from '../email-templates/renderer.ts';
 import type { EmailTemplate } from '../email-templates/schema.ts';
 import type { EmailTemplateService } from '../email-templates/service.ts';
 import type { Tenant } from '../tenants/service.ts';
-import type { TicketService } from '../tickets/service.ts';
+import type { TicketService } from './tickets/service.ts';
 import type { CreateUserInput, UserWrite } from '../users/service.ts';
 import type { User } from '../users/user.ts';
 import { resolveDomainContext, type CustomDomainHeaders, type DomainContext } from './domain-context.ts';

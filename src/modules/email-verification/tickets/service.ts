@@ -1,15 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { Insertable } from 'kysely';
-import type { Database, Tx } from '../../db/database.ts';
-import { isForeignKeyViolation, now } from '../../db/database.ts';
-import type { EmailVerificationTicketsTable } from '../../db/schema.ts';
-import { notFound } from '../../http/errors.ts';
-import { hashSecret } from '../../secret-hash.ts';
-import { DEFAULT_LINK_LIFETIME_SECONDS } from '../email-templates/schema.ts';
-import type { DomainContext } from '../emails/domain-context.ts';
-import { requireEmail } from '../emails/service.ts';
-import type { Tenant } from '../tenants/service.ts';
-import type { UserService } from '../users/service.ts';
+import type { Database, Tx } from '../../../db/database.ts';
+import { isForeignKeyViolation, now } from '../../../db/database.ts';
+import type { EmailVerificationTicketsTable } from '../../../db/schema.ts';
+import { notFound } from '../../../http/errors.ts';
+import { hashSecret } from '../../../secret-hash.ts';
+import { DEFAULT_LINK_LIFETIME_SECONDS } from '../../email-templates/schema.ts';
+import type { DomainContext } from '../domain-context.ts';
+import { requireEmail } from '../service.ts';
+import type { Tenant } from '../../tenants/service.ts';
+import type { UserService } from '../../users/service.ts';
 import type { EmailVerificationTicketBody } from './schema.ts';
 
 /** Where a verification link points, on whichever of the tenant's domains it was built for. */

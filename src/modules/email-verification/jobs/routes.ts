@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { registerFormat } from '../../http/validation.ts';
-import { idPattern } from '../../ids.ts';
-import type { Services } from '../../services.ts';
-import { CustomDomainHeaders } from '../emails/domain-context.ts';
+import { registerFormat } from '../../../http/validation.ts';
+import { idPattern } from '../../../ids.ts';
+import type { Services } from '../../../services.ts';
+import { CustomDomainHeaders } from '../domain-context.ts';
 import { JobId, JobResponse, VerificationEmailJobBody } from './schema.ts';
 
 const tags = ['jobs'];

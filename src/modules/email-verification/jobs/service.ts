@@ -1,12 +1,12 @@
-import type { Database } from '../../db/database.ts';
-import { now } from '../../db/database.ts';
-import type { EmailOutboxTable } from '../../db/schema.ts';
-import { ApiError } from '../../http/errors.ts';
-import { newId } from '../../ids.ts';
-import type { DomainContext } from '../emails/domain-context.ts';
-import { requireEmail, type VerificationEmailService } from '../emails/service.ts';
-import type { Tenant } from '../tenants/service.ts';
-import type { UserService } from '../users/service.ts';
+import type { Database } from '../../../db/database.ts';
+import { now } from '../../../db/database.ts';
+import type { EmailOutboxTable } from '../../../db/schema.ts';
+import { ApiError } from '../../../http/errors.ts';
+import { newId } from '../../../ids.ts';
+import type { DomainContext } from '../domain-context.ts';
+import { requireEmail, type VerificationEmailService } from '../service.ts';
+import type { Tenant } from '../../tenants/service.ts';
+import type { UserService } from '../../users/service.ts';
 import type { Job, VerificationEmailJobBody } from './schema.ts';
 
 const STATUS: Record<EmailOutboxTable['status'], Job['status']> = { pending: 'pending', sent: 'completed', failed: 'failed' };

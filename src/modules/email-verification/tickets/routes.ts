@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Services } from '../../services.ts';
-import { CustomDomainHeaders } from '../emails/domain-context.ts';
+import type { Services } from '../../../services.ts';
+import { CustomDomainHeaders } from '../domain-context.ts';
 import { EmailVerificationTicketBody, RedeemQuery, TicketResponse } from './schema.ts';
 import { VERIFICATION_PATH, type Redemption } from './service.ts';
 
