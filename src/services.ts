@@ -119,12 +119,11 @@ export async function createServices(config: Config, options: ServiceOptions = {
     perClient: limiter(perMinute(config.tokenFailuresPerClientPerMinute)),
     perAddress: limiter(perMinute(config.tokenFailuresPerAddressPerMinute)),
   };
-  const users = new UserService(database, connections, secretBox);
   // One guard checks endpoints when streams are saved and again on every connection the worker opens.
   const endpointGuard = endpointGuardFor(config);
   const eventStreams = new EventStreamService(database, secretBox, { guard: endpointGuard });
-  // User changes write their events in their own transaction (the outbox).
-  users.onChange((trx, changes) => eventStreams.record(trx, changes.map((change) => ({ tenantId: change.tenantId, type: change.type, data: { object: change.user } }))));
+  // Every user write records its webhook events in its own transaction (the events outbox).
+  const users = new UserService(database, connections, secretBox, eventStreams);
   // Workers, here or on other nodes, are woken as soon as a transaction that queued deliveries commits.
   const deliveryWakeup = new DeliveryWakeup(database);
   eventStreams.onQueued((trx) => deliveryWakeup.queued(trx));
