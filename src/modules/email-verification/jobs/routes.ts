@@ -7,7 +7,7 @@ import { JobId, JobResponse, VerificationEmailJobBody } from './schema.ts';
 
 const tags = ['jobs'];
 
-export async function jobRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function jobRoutes(app: FastifyInstance, services: Pick<Services, 'jobs' | 'verificationEmails'>): Promise<void> {
   registerFormat('job-id', idPattern.job);
 
   app.post<{ Body: VerificationEmailJobBody; Headers: CustomDomainHeaders }>('/api/v2/jobs/verification-email', {

@@ -34,7 +34,7 @@ function answer(reply: FastifyReply, redemption: Redemption) {
   return reply.redirect(target.toString(), 302);
 }
 
-export async function ticketRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function ticketRoutes(app: FastifyInstance, services: Pick<Services, 'tickets' | 'verificationEmails'>): Promise<void> {
   app.post<{ Body: EmailVerificationTicketBody; Headers: CustomDomainHeaders }>('/api/v2/tickets/email-verification', {
     config: { scopes: ['create:user_tickets'] },
     schema: {
