@@ -26,6 +26,7 @@ import { JobService } from './modules/email-verification/jobs/service.ts';
 import { TicketService } from './modules/email-verification/tickets/service.ts';
 import { mailboxDir } from './mail/mailbox.ts';
 import { mailboxTransport, smtpTransport } from './mail/transport.ts';
+import { MailOutbox } from './mail/outbox.ts';
 import { MailWorker } from './mail/worker.ts';
 import { createLogger, type Logger } from './logger.ts';
 
@@ -134,16 +135,20 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const templateRenderer = new TemplateRenderer({ threads: config.templateRenderThreads, timeoutMs: config.templateRenderTimeoutMs });
   const emailTemplates = new EmailTemplateService(database, templateRenderer);
   const tickets = new TicketService(database, users);
-  const verificationEmails = new VerificationEmailService(secretBox, customDomains, emailTemplates, tickets, templateRenderer, { mailFrom: config.mailFrom });
+  const mailOutbox = new MailOutbox(database, secretBox);
+  // Verification emails: a ticket, the template rendered on the render threads, a row in the mail outbox.
+  const verificationEmails = new VerificationEmailService(
+    customDomains, emailTemplates, tickets, templateRenderer, mailOutbox, { mailFrom: config.mailFrom }, logger,
+  );
   // Without SMTP_URL, emails land in the development mailbox, readable with `tenantry mailbox`.
   const mailWorker = background && config.mailWorker
     ? new MailWorker(
-      database,
-      secretBox,
+      mailOutbox,
       config.smtpUrl
         ? smtpTransport(config.smtpUrl, { timeoutMs: config.mailTimeoutMs, concurrency: config.mailConcurrency })
         : mailboxTransport(mailboxDir(config.dataDir)),
       config,
+      logger,
     )
     : undefined;
   mailWorker?.start();
@@ -170,7 +175,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     emailTemplates,
     tickets,
     verificationEmails,
-    jobs: new JobService(database, users, verificationEmails),
+    jobs: new JobService(database, users, verificationEmails, mailOutbox),
     mailWorker,
     rateLimiter,
     anonymousRateLimiter,
