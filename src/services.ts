@@ -27,11 +27,12 @@ import { endpointGuardFor } from './delivery/endpoint-guard.ts';
 import { EventStreamService } from './modules/event-streams/service.ts';
 import { EmailTemplateService } from './modules/email-templates/service.ts';
 import { TemplateRenderer } from './modules/email-templates/renderer.ts';
-import { VerificationEmailService } from './modules/emails/service.ts';
-import { JobService } from './modules/jobs/service.ts';
-import { TicketService } from './modules/tickets/service.ts';
+import { VerificationEmailService } from './modules/email-verification/service.ts';
+import { JobService } from './modules/email-verification/jobs/service.ts';
+import { TicketService } from './modules/email-verification/tickets/service.ts';
 import { mailboxDir } from './mail/mailbox.ts';
 import { mailboxTransport, smtpTransport } from './mail/transport.ts';
+import { MailOutbox } from './mail/outbox.ts';
 import { MailWorker } from './mail/worker.ts';
 import { createLogger, type Logger } from './logger.ts';
 
@@ -131,12 +132,11 @@ export async function createServices(config: Config, options: ServiceOptions = {
     perClient: limiter(perMinute(config.tokenFailuresPerClientPerMinute)),
     perAddress: limiter(perMinute(config.tokenFailuresPerAddressPerMinute)),
   };
-  const users = new UserService(database, connections, secretBox);
   // One guard checks endpoints when streams are saved and again on every connection the worker opens.
   const endpointGuard = endpointGuardFor(config);
   const eventStreams = new EventStreamService(database, secretBox, { guard: endpointGuard });
-  // User changes write their events in their own transaction (the outbox).
-  users.onChange((trx, changes) => eventStreams.record(trx, changes.map((change) => ({ tenantId: change.tenantId, type: change.type, data: { object: change.user } }))));
+  // Every user write records its webhook events in its own transaction (the events outbox).
+  const users = new UserService(database, connections, secretBox, eventStreams);
   // Workers, here or on other nodes, are woken as soon as a transaction that queued deliveries commits.
   const deliveryWakeup = new DeliveryWakeup(database);
   eventStreams.onQueued((trx) => deliveryWakeup.queued(trx));
@@ -147,16 +147,20 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const templateRenderer = new TemplateRenderer({ threads: config.templateRenderThreads, timeoutMs: config.templateRenderTimeoutMs });
   const emailTemplates = new EmailTemplateService(database, templateRenderer);
   const tickets = new TicketService(database, users);
-  const verificationEmails = new VerificationEmailService(secretBox, customDomains, emailTemplates, tickets, templateRenderer, { mailFrom: config.mailFrom });
+  const mailOutbox = new MailOutbox(database, secretBox);
+  // Verification emails: a ticket, the template rendered on the render threads, a row in the mail outbox.
+  const verificationEmails = new VerificationEmailService(
+    customDomains, emailTemplates, tickets, templateRenderer, mailOutbox, { mailFrom: config.mailFrom }, logger,
+  );
   // Without SMTP_URL, emails land in the development mailbox, readable with `tenantry mailbox`.
   const mailWorker = background && config.mailWorker
     ? new MailWorker(
-      database,
-      secretBox,
+      mailOutbox,
       config.smtpUrl
         ? smtpTransport(config.smtpUrl, { timeoutMs: config.mailTimeoutMs, concurrency: config.mailConcurrency })
         : mailboxTransport(mailboxDir(config.dataDir)),
       config,
+      logger,
     )
     : undefined;
   mailWorker?.start();
@@ -183,7 +187,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     emailTemplates,
     tickets,
     verificationEmails,
-    jobs: new JobService(database, users, verificationEmails),
+    jobs: new JobService(database, users, verificationEmails, mailOutbox),
     mailWorker,
     rateLimiter,
     anonymousRateLimiter,

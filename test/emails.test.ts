@@ -8,6 +8,7 @@ import { claimDueRows } from '../src/db/claim-due.ts';
 import { listMailbox, mailboxDir, readMailboxEntry } from '../src/mail/mailbox.ts';
 import { loadConfig, ConfigError } from '../src/config.ts';
 import { smtpTransport } from '../src/mail/transport.ts';
+import { MailOutbox } from '../src/mail/outbox.ts';
 import { MailWorker } from '../src/mail/worker.ts';
 import { runCli } from './helpers/cli.ts';
 import { databaseKinds } from './helpers/databases.ts';
@@ -464,7 +465,8 @@ for (const kind of databaseKinds()) {
       const claimed = await claimDueRows<{ id: string }>(server.services.database, spec, { leaseMs: leaseUntil - Date.now() }, 10);
       assert.equal(claimed.length, 1);
       const { config } = server.services;
-      const worker = new MailWorker(server.services.database, server.services.secretBox, smtpTransport(smtp.url, { timeoutMs: 10_000, concurrency: 2 }), { ...config, mailPollMs: 50 });
+      const outbox = new MailOutbox(server.services.database, server.services.secretBox);
+      const worker = new MailWorker(outbox, smtpTransport(smtp.url, { timeoutMs: 10_000, concurrency: 2 }), { ...config, mailPollMs: 50 }, server.services.logger);
       worker.start();
       try {
         const mail = await smtp.next('crash@example.com');

@@ -13,9 +13,8 @@ export async function usersCommand([sub, ...args]: string[]): Promise<void> {
   if (!fs.existsSync(file)) throw new UsageError(`users import: no file ${file}`);
   return withServices(async (services) => {
     const tenant = await requireTenant(services, tenantId);
-    // The users table's indexes have random keys (ids, emails): with SQLite's default 2 MB page cache
-    // every insert of a large import reads pages back from disk; this connection only lives for the import.
-    services.database.sqlite?.pragma('cache_size = -524288');
+    // This connection only lives for the import.
+    services.users.prepareForImport();
     try {
       const { imported, seconds } = await importUsers(services.users, tenant.id, file, batchSize);
       const rate = seconds > 0 ? Math.round(imported / seconds) : imported;

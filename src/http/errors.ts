@@ -180,3 +180,43 @@ export const tokenRefused = {
   badIssuer: (issuer: unknown) => unauthorized(`Bad issuer: ${String(issuer)}`),
   badAudience: (audiences: readonly unknown[]) => unauthorized(`Bad audience: ${audiences.join(' ')}`),
 };
+
+// ---- Users (src/modules/users) ----
+export const userErrors = {
+  inexistentConnection: () => new ApiError(400, 'The connection does not exist.', 'inexistent_connection'),
+  unsupportedStrategy: (strategy: string) =>
+    new ApiError(400, `Connection strategy '${strategy}' does not support creating users.`, 'operation_not_supported'),
+  weakPassword: () => new ApiError(400, 'PasswordStrengthError: Password is too weak', 'invalid_body'),
+  exists: () => conflict('The user already exists.', 'svc_idp_error'),
+  emailTaken: () => new ApiError(400, 'The specified new email already exists', 'svc_idp_error'),
+};
+
+// ---- Segments (src/modules/segments) ----
+export const segmentErrors = {
+  notFound: () => new ApiError(404, 'Segment not found.', 'inexistent_segment'),
+  nameTaken: () => conflict('A segment with this name already exists.', 'segment_name_conflict'),
+  /** Segments the service provides ('svc') are read-only, as the original's are. */
+  readOnly: () => new ApiError(403, 'Segment cannot be modified.'),
+};
+
+// ---- Email templates (src/modules/email-templates) ----
+export const emailTemplateErrors = {
+  exists: (name: string) => conflict(`Template ${name} already exists.`),
+  invalidLiquid: (part: string, reason: string) => badRequest.body(`Invalid Liquid template in ${part}: ${reason}`),
+  invalidFrom: (from: string | undefined) =>
+    badRequest.body(`Invalid from: "${from}" is not an email address (e.g. "Acme <no-reply@acme.example>").`),
+  /** A saved template that fails for one user's data; its message is also the reason a failed email is recorded with. */
+  notRendered: (reason: string) =>
+    new ApiError(400, `The verify_email template could not be rendered: ${reason}`, 'template_render_error'),
+};
+
+// ---- Email verification (src/modules/email-verification): the domain context, tickets and jobs ----
+export const emailVerificationErrors = {
+  noEmailAddress: () => new ApiError(400, 'The user does not have an email address.', 'invalid_body'),
+  conflictingDomainHeaders: () =>
+    new ApiError(400, 'The svc-custom-domain and auth0-custom-domain headers name different domains.', 'invalid_headers'),
+  unknownCustomDomain: () => new ApiError(400, 'The custom domain does not exist for the tenant.', 'inexistent_custom_domain'),
+  ambiguousCustomDomain: () => conflict('The tenant has multiple verified custom domains.', 'custom_domain_conflict'),
+  inexistentJob: () => new ApiError(404, 'The job does not exist.', 'inexistent_job'),
+  templateDisabled: () => new ApiError(400, 'The verify_email template is disabled.', 'operation_not_supported'),
+};

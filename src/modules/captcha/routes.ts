@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
 import { CaptchaResponse, UpdateCaptchaBody, type UpdateCaptchaInput } from './schema.ts';
 
-export async function captchaRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function captchaRoutes(app: FastifyInstance, services: Pick<Services, 'captcha'>): Promise<void> {
   app.get('/api/v2/attack-protection/captcha', {
     config: { scopes: ['read:attack_protection'] },
     schema: {

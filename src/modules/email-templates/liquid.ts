@@ -1,4 +1,4 @@
-import { ApiError, badRequest } from '../../http/errors.ts';
+import { emailTemplateErrors, type ApiError } from '../../http/errors.ts';
 import { RenderFailure, type PartSource, type TemplatePart, type TemplateRenderer } from './renderer.ts';
 
 /** What a verify_email template is rendered with. */
@@ -45,23 +45,33 @@ export async function checkTemplates(renderer: TemplateRenderer, sources: Templa
   } catch (error) {
     refusal(error, (failure) =>
       failure.kind === 'not_an_address'
-        ? badRequest.body(`Invalid from: "${sources.from}" is not an email address (e.g. "Acme <no-reply@acme.example>").`)
-        : badRequest.body(`Invalid Liquid template in ${failure.part}: ${failure.reason}`));
+        ? emailTemplateErrors.invalidFrom(sources.from)
+        : emailTemplateErrors.invalidLiquid(failure.part, failure.reason));
   }
 }
 
-/** Each part given, rendered: the body as HTML, subject and from as one line of header text. */
+/** What rendering a saved template gave: each part, or the reason it was stopped over the time or memory limit. */
+export type RenderResult<S extends TemplateSources> =
+  | { kind: 'rendered'; parts: { [K in keyof S]: string } }
+  | { kind: 'stopped'; reason: string };
+
+/**
+ * Each part given, rendered: the body as HTML, subject and from as one line of header text. A saved
+ * template passed the checks above, so what fails now depends on the data it is rendered with: a render
+ * stopped over the time or memory limit is a result, for the caller to record; any other failure is a
+ * 400 (template_render_error).
+ */
 export async function renderTemplates<S extends TemplateSources>(
   renderer: TemplateRenderer,
   sources: S,
   variables: TemplateVariables,
-): Promise<{ [K in keyof S]: string }> {
+): Promise<RenderResult<S>> {
   const parts = partsOf(sources);
   try {
     const outputs = await renderer.render(parts, variables);
-    return Object.fromEntries(parts.map(({ part }, i) => [part, outputs[i]])) as { [K in keyof S]: string };
+    return { kind: 'rendered', parts: Object.fromEntries(parts.map(({ part }, i) => [part, outputs[i]])) as { [K in keyof S]: string } };
   } catch (error) {
-    // A saved template passed the checks above; what fails now depends on this user's data.
-    refusal(error, (failure) => new ApiError(400, `The verify_email template could not be rendered: ${failure.reason}`, 'template_render_error'));
+    if (error instanceof RenderFailure && error.kind === 'stopped') return { kind: 'stopped', reason: error.reason };
+    refusal(error, (failure) => emailTemplateErrors.notRendered(failure.reason));
   }
 }

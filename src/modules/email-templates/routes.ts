@@ -5,7 +5,7 @@ import { CreateEmailTemplateBody, EmailTemplateResponse, TemplateNameParams, Upd
 const BASE = '/api/v2/email-templates';
 const tags = ['email-templates'];
 
-export async function emailTemplateRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function emailTemplateRoutes(app: FastifyInstance, services: Pick<Services, 'emailTemplates'>): Promise<void> {
   const templates = services.emailTemplates;
 
   app.post<{ Body: CreateEmailTemplateBody }>(BASE, {

@@ -8,7 +8,7 @@ import {
 const BASE = '/api/v2/experimentation/segments';
 const tags = ['experimentation'];
 
-export async function segmentRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function segmentRoutes(app: FastifyInstance, services: Pick<Services, 'segments'>): Promise<void> {
   const segments = services.segments;
 
   app.post<{ Body: CreateSegmentBody }>(BASE, {

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import readline from 'node:readline';
 import { Type } from '@sinclair/typebox';
 import type { ValidateFunction } from 'ajv';
-import { isUniqueViolation } from '../../db/database.ts';
 import { validationError, validatorCompiler } from '../../http/validation.ts';
-import type { ImportedUser, UserService } from './service.ts';
+import type { ImportedUser } from './imported-user.ts';
+import { DuplicateUsers, type UserService } from './service.ts';
 import { IdentitySchema, profileMembers } from './user.ts';
 
 const ImportedUserSchema = Type.Object(
@@ -122,9 +122,7 @@ export async function importUsers(
       imported += await users.insertMany(tenantId, batch);
     } catch (error) {
       const range = `batch ${batchNumber} (records ${firstPosition}–${lastPosition} of ${file})`;
-      if (isUniqueViolation(error)) {
-        throw new ImportError(`${range}: a user with the same user_id, or the same email in the same connection, already exists`);
-      }
+      if (error instanceof DuplicateUsers) throw new ImportError(`${range}: ${error.message}`);
       throw new ImportError(`${range}: ${(error as Error).message}`);
     }
     batch = [];

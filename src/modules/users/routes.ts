@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
-import { CustomDomainHeaders } from '../emails/domain-context.ts';
+import { CustomDomainHeaders } from '../email-verification/domain-context.ts';
 import { parseFields, profileMembers, type User } from './user.ts';
 
 const UserId = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255, description: 'ID of the user' }) }, { additionalProperties: false });
@@ -42,7 +42,7 @@ function readOptions(request: FastifyRequest, query: { fields?: string; include_
   };
 }
 
-export async function userRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function userRoutes(app: FastifyInstance, services: Pick<Services, 'users' | 'verificationEmails'>): Promise<void> {
   app.get<{ Querystring: Static<typeof UsersByEmailQuery> }>('/api/v2/users-by-email', {
     config: { scopes: ['read:users'] },
     schema: {
@@ -66,8 +66,10 @@ export async function userRoutes(app: FastifyInstance, services: Services): Prom
   }, async (request, reply) => {
     // Resolved first, as the original does even when no email goes out: a bad header creates nothing.
     const context = await services.verificationEmails.domainContext(request.tenant, request.headers);
-    const queueVerification = await services.verificationEmails.forNewUser(request.tenant, request.body, context);
-    const user: User = await services.users.create(request.tenant.id, request.body, queueVerification);
+    // When the request asks for one, the verification email is rendered before the user's transaction
+    // and queued in it (its ticket and its outbox row).
+    const verificationEmail = await services.verificationEmails.forNewUser(request.tenant, request.body, context);
+    const user: User = await services.users.create(request.tenant.id, request.body, verificationEmail);
     return reply.code(201).send(user);
   });
 

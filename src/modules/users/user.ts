@@ -103,6 +103,32 @@ export function buildUser(profile: Profile, identities: Identity[], userId: stri
   return user;
 }
 
+/**
+ * PATCH /users/{id}: the given profile members replace the stored ones; user_metadata and app_metadata
+ * are merged one level deep (a null member removes a key), as the original. A user of the server's own
+ * database has its new email lower-cased; other providers' emails keep their case.
+ */
+export function applyProfileChanges(stored: User, changes: Profile): User {
+  const user: User = { ...stored };
+  const own = user.identities.some((i) => OWN_PROVIDER_ALIASES.has(i.provider));
+  for (const [key, value] of Object.entries(changes)) {
+    if (value === undefined) continue;
+    if (key === 'user_metadata' || key === 'app_metadata') {
+      const merged: Record<string, unknown> = { ...((user[key] as Record<string, unknown> | undefined) ?? {}) };
+      for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+        if (v === null) delete merged[k];
+        else merged[k] = v;
+      }
+      user[key] = merged;
+    } else if (key === 'email' && own) {
+      user.email = (value as string).toLowerCase();
+    } else {
+      user[key] = value;
+    }
+  }
+  return user;
+}
+
 /** Splits identity-provider tokens off the identities so the stored document never holds them. */
 export function separateIdpTokens(identities: Identity[]): { identities: Identity[]; tokens: IdpTokens[] | null } {
   let any = false;

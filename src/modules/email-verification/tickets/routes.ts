@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Services } from '../../services.ts';
-import { CustomDomainHeaders } from '../emails/domain-context.ts';
+import type { Services } from '../../../services.ts';
+import { CustomDomainHeaders } from '../domain-context.ts';
 import { EmailVerificationTicketBody, RedeemQuery, TicketResponse } from './schema.ts';
 import { VERIFICATION_PATH, type Redemption } from './service.ts';
 
@@ -34,7 +34,7 @@ function answer(reply: FastifyReply, redemption: Redemption) {
   return reply.redirect(target.toString(), 302);
 }
 
-export async function ticketRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function ticketRoutes(app: FastifyInstance, services: Pick<Services, 'tickets' | 'verificationEmails'>): Promise<void> {
   app.post<{ Body: EmailVerificationTicketBody; Headers: CustomDomainHeaders }>('/api/v2/tickets/email-verification', {
     config: { scopes: ['create:user_tickets'] },
     schema: {

@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import { registerFormat } from '../../http/validation.ts';
-import { idPattern } from '../../ids.ts';
-import type { Services } from '../../services.ts';
-import { CustomDomainHeaders } from '../emails/domain-context.ts';
+import { registerFormat } from '../../../http/validation.ts';
+import { idPattern } from '../../../ids.ts';
+import type { Services } from '../../../services.ts';
+import { CustomDomainHeaders } from '../domain-context.ts';
 import { JobId, JobResponse, VerificationEmailJobBody } from './schema.ts';
 
 const tags = ['jobs'];
 
-export async function jobRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function jobRoutes(app: FastifyInstance, services: Pick<Services, 'jobs' | 'verificationEmails'>): Promise<void> {
   registerFormat('job-id', idPattern.job);
 
   app.post<{ Body: VerificationEmailJobBody; Headers: CustomDomainHeaders }>('/api/v2/jobs/verification-email', {

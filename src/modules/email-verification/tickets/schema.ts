@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { MAX_LINK_LIFETIME_SECONDS, RESULT_URL_PATTERN } from '../email-templates/schema.ts';
+import { MAX_LINK_LIFETIME_SECONDS, RESULT_URL_PATTERN } from '../../email-templates/schema.ts';
 
 export const EmailVerificationTicketBody = Type.Object(
   {
