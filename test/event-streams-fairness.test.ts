@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { claimDue } from '../src/delivery/claim.ts';
-import { DeliveryWorker } from '../src/delivery/worker.ts';
+import { claimDue } from '../src/modules/event-streams/store/claim.ts';
+import { DeliveryWorker } from '../src/modules/event-streams/delivery/worker.ts';
 import { databaseKinds } from './helpers/databases.ts';
 import { insertDueDeliveries } from './helpers/delivery-fixture.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';

@@ -5,7 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { EndpointGuard, nonPublicRange } from '../src/delivery/endpoint-guard.ts';
+import { EndpointGuard, nonPublicRange } from '../src/modules/event-streams/delivery/endpoint-guard.ts';
 import { EventStreamService } from '../src/modules/event-streams/service.ts';
 import { createCertificateAuthority, issueServerCertificate } from '../src/tls/dev-ca.ts';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './helpers/databases.ts';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { EndpointGuard } from '../src/delivery/endpoint-guard.ts';
+import { EndpointGuard } from '../src/modules/event-streams/delivery/endpoint-guard.ts';
 import { ApiError } from '../src/http/errors.ts';
 import { EventStreamService } from '../src/modules/event-streams/service.ts';
 import { importUsers } from '../src/modules/users/import.ts';

@@ -5,14 +5,14 @@ import type { DeliveriesTable, DeliveryAttemptsTable, EventsTable, EventStreamsT
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 import { ApiError, badRequest, conflict } from '../../http/errors.ts';
 import { idPattern, newId } from '../../ids.ts';
-import { EndpointRefused, EndpointUnresolved, type EndpointGuard } from '../../delivery/endpoint-guard.ts';
+import { EndpointRefused, EndpointUnresolved, type EndpointGuard } from './delivery/endpoint-guard.ts';
 import type { SecretBox } from '../../secret-box.ts';
 import { envelope, sourceFor, type Envelope } from './envelope.ts';
 import type {
   Authorization, CreateSigningSecretBody, CreateStreamBody, DeliveriesQuery, Destination, EventType, RedeliverBody,
   SigningSecretCreated, SigningSecretList, TestBody, UpdateStreamBody,
 } from './schema.ts';
-import { live, newSigningSecret, rotate, without, withoutSecret, type StoredSigningSecret } from './signing-secrets.ts';
+import { live, newSigningSecret, rotate, without, withoutSecret, type StoredSigningSecret } from './signing-secret-rotation.ts';
 
 export interface EventStream {
   id: string;

@@ -1,7 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import type { Database } from '../db/database.ts';
-import type { DeliveriesTable, DeliveryAttemptsTable, EventStreamsTable } from '../db/schema.ts';
-import { PG_ISO } from '../db/claim-due.ts';
+import type { Database } from '../../../db/database.ts';
+import type { DeliveriesTable, DeliveryAttemptsTable, EventStreamsTable } from '../../../db/schema.ts';
+import { PG_ISO } from '../../../db/claim-due.ts';
 
 /** One finished attempt: the delivery's next state and the attempt's row. */
 export interface Outcome {

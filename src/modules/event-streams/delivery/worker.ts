@@ -1,14 +1,14 @@
-import { PollingLoop } from '../background/polling-loop.ts';
-import { nextAttemptAt } from '../background/retry-schedule.ts';
-import type { Config } from '../config.ts';
-import type { Database } from '../db/database.ts';
-import { now } from '../db/database.ts';
-import { envelope } from '../modules/event-streams/envelope.ts';
-import type { EventStreamService, PublicDestination } from '../modules/event-streams/service.ts';
-import { live, signingKey, type StoredSigningSecret } from '../modules/event-streams/signing-secrets.ts';
-import { claimDue, releaseClaims, type Claimed } from './claim.ts';
+import { PollingLoop } from '../../../background/polling-loop.ts';
+import { nextAttemptAt } from '../../../background/retry-schedule.ts';
+import type { Config } from '../../../config.ts';
+import type { Database } from '../../../db/database.ts';
+import { now } from '../../../db/database.ts';
+import { envelope } from '../envelope.ts';
+import type { EventStreamService, PublicDestination } from '../service.ts';
+import { live, signingKey, type StoredSigningSecret } from '../signing-secret-rotation.ts';
+import { claimDue, releaseClaims, type Claimed } from '../store/claim.ts';
 import type { EndpointGuard } from './endpoint-guard.ts';
-import { disabledReason, recordOutcomes, type CircuitRules, type Outcome } from './outcomes.ts';
+import { disabledReason, recordOutcomes, type CircuitRules, type Outcome } from '../store/outcomes.ts';
 import { authHeader, WebhookSender, type SendOutcome, type WebhookTarget } from './send.ts';
 import type { DeliveryWakeup } from './wakeup.ts';
 
