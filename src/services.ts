@@ -15,7 +15,7 @@ import { TenantService } from './modules/tenants/service.ts';
 import { SegmentService } from './modules/segments/service.ts';
 import { UserService } from './modules/users/service.ts';
 import { SecretBox } from './secret-box.ts';
-import { DeliveryWakeup } from './modules/event-streams/delivery/wakeup.ts';
+import { DeliveryWakeup } from './modules/event-streams/store/wakeup.ts';
 import { DeliveryWorker } from './modules/event-streams/delivery/worker.ts';
 import { endpointGuardFor } from './modules/event-streams/delivery/endpoint-guard.ts';
 import { EventStreamService } from './modules/event-streams/service.ts';
@@ -122,14 +122,16 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const users = new UserService(database, connections, secretBox);
   // One guard checks endpoints when streams are saved and again on every connection the worker opens.
   const endpointGuard = endpointGuardFor(config);
-  const eventStreams = new EventStreamService(database, secretBox, { guard: endpointGuard });
-  // User changes write their events in their own transaction (the outbox).
-  users.onChange((trx, changes) => eventStreams.record(trx, changes.map((change) => ({ tenantId: change.tenantId, type: change.type, data: { object: change.user } }))));
   // Workers, here or on other nodes, are woken as soon as a transaction that queued deliveries commits.
   const deliveryWakeup = new DeliveryWakeup(database);
-  eventStreams.onQueued((trx) => deliveryWakeup.queued(trx));
+  const eventStreams = new EventStreamService(database, secretBox, tenants, {
+    guard: endpointGuard,
+    queued: (trx) => deliveryWakeup.queued(trx),
+  });
+  // User changes write their events in their own transaction (the outbox).
+  users.onChange((trx, changes) => eventStreams.record(trx, changes.map((change) => ({ tenantId: change.tenantId, type: change.type, data: { object: change.user } }))));
   const deliveryWorker = background && config.deliveryWorker
-    ? new DeliveryWorker(database, eventStreams, config, endpointGuard, deliveryWakeup)
+    ? new DeliveryWorker(database, secretBox, config, endpointGuard, deliveryWakeup, logger)
     : undefined;
   deliveryWorker?.start();
   const templateRenderer = new TemplateRenderer({ threads: config.templateRenderThreads, timeoutMs: config.templateRenderTimeoutMs });

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '../../ids.ts';
+import type { SecretBox } from '../../secret-box.ts';
 import type { SigningSecret } from './schema.ts';
 
 /**
@@ -49,4 +50,14 @@ export function without(secrets: readonly StoredSigningSecret[], id: string): St
 /** What the API shows of a secret: never the secret itself. */
 export function withoutSecret({ id, created_at, expires_at }: StoredSigningSecret): SigningSecret {
   return { id, created_at, ...(expires_at === undefined ? {} : { expires_at }) };
+}
+
+/** A stream's stored signing secrets, newest first, expired ones included (see `live`); none: unsigned. */
+export function openSigningSecrets(secretBox: SecretBox, sealed: string | null): StoredSigningSecret[] {
+  return sealed === null ? [] : (JSON.parse(secretBox.open(sealed)) as StoredSigningSecret[]);
+}
+
+/** How a stream stores its signing secrets: sealed JSON, or null when there are none (unsigned). */
+export function sealSigningSecrets(secretBox: SecretBox, secrets: readonly StoredSigningSecret[]): string | null {
+  return secrets.length === 0 ? null : secretBox.seal(JSON.stringify(secrets));
 }

@@ -1,4 +1,4 @@
-import type { Database } from '../../db/database.ts';
+import type { Database, Tx } from '../../db/database.ts';
 import { now } from '../../db/database.ts';
 
 export interface Tenant {
@@ -78,8 +78,9 @@ export class TenantService {
     return tenant;
   }
 
-  async get(id: string): Promise<Tenant | undefined> {
-    return this.database.db.selectFrom('tenants').select(['id', 'domain']).where('id', '=', id).executeTakeFirst();
+  /** `trx`: read inside the caller's transaction (on SQLite, one that is open holds the only connection). */
+  async get(id: string, trx?: Tx): Promise<Tenant | undefined> {
+    return (trx ?? this.database.db).selectFrom('tenants').select(['id', 'domain']).where('id', '=', id).executeTakeFirst();
   }
 
   async byDomain(domain: string): Promise<Tenant | undefined> {

@@ -1,0 +1,35 @@
+import type { Database } from '../../db/database.ts';
+import { DeliveryStore, type AttemptLine } from './store/deliveries.ts';
+import { StreamStore } from './store/streams.ts';
+
+export type { AttemptLine };
+
+/** Which deliveries' attempts to follow: a tenant's, a stream's, or all. */
+export interface AttemptScope {
+  tenant?: string | undefined;
+  stream?: string | undefined;
+}
+
+/**
+ * Delivery attempts as the workers record them, read from the database alone (no secrets, no
+ * worker): what `tenantry events tail` follows from outside the server.
+ */
+export class AttemptLog {
+  private readonly streams: StreamStore;
+  private readonly deliveries: DeliveryStore;
+
+  constructor(database: Database) {
+    this.streams = new StreamStore(database);
+    this.deliveries = new DeliveryStore(database);
+  }
+
+  /** Whether the stream exists, on the tenant when one is given. */
+  streamExists(streamId: string, tenantId?: string): Promise<boolean> {
+    return this.streams.exists(streamId, tenantId);
+  }
+
+  /** Attempts recorded at or after `since`, oldest first; a redelivery being queued is not an attempt. */
+  since(since: string, scope: AttemptScope): Promise<AttemptLine[]> {
+    return this.deliveries.attemptsSince(since, scope);
+  }
+}
