@@ -1,14 +1,8 @@
 import type { Database } from '../../db/database.ts';
-import { DeliveryStore, type AttemptLine } from './store/deliveries.ts';
+import { DeliveryStore, type AttemptLine, type AttemptScope } from './store/deliveries.ts';
 import { StreamStore } from './store/streams.ts';
 
-export type { AttemptLine };
-
-/** Which deliveries' attempts to follow: a tenant's, a stream's, or all. */
-export interface AttemptScope {
-  tenant?: string | undefined;
-  stream?: string | undefined;
-}
+export type { AttemptLine, AttemptScope };
 
 /**
  * Delivery attempts as the workers record them, read from the database alone (no secrets, no

@@ -27,6 +27,11 @@ export interface Delivery {
   event: Envelope;
 }
 
+export interface DeliveryPage {
+  deliveries: Delivery[];
+  next?: string;
+}
+
 const DEFAULT_TAKE = 50;
 
 /** A stream's failed deliveries (GET …/deliveries, …/deliveries/{event_id}) and their redelivery (POST …/redeliver). */
@@ -38,7 +43,7 @@ export class Deliveries {
     private readonly queued: QueuedListener,
   ) {}
 
-  async list(tenantId: string, streamId: string, query: DeliveriesQuery): Promise<{ deliveries: Delivery[]; next?: string }> {
+  async list(tenantId: string, streamId: string, query: DeliveriesQuery): Promise<DeliveryPage> {
     await existingStream(this.streams, tenantId, streamId);
     const filter = listingFilter(query);
     const take = query.take ?? DEFAULT_TAKE;
@@ -47,7 +52,8 @@ export class Deliveries {
     const rows = await this.store.failedPage({ streamId, ...filter }, after, take + 1);
     const page = rows.slice(0, take);
     const last = page[page.length - 1];
-    return { deliveries: await this.present(page), ...(rows.length > take && last ? { next: encodeCursor(last.event_id) } : {}) };
+    const next = rows.length > take && last ? { next: encodeCursor(last.event_id) } : {};
+    return { deliveries: await this.present(page), ...next };
   }
 
   async get(tenantId: string, streamId: string, eventId: string): Promise<Delivery> {

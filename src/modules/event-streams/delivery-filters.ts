@@ -23,11 +23,16 @@ export function commaList(raw: string | undefined): string[] | undefined {
 }
 
 function window(from: string | undefined, to: string | undefined): Pick<FailedDeliveryFilter, 'timeFrom' | 'timeTo'> {
-  return { ...(from === undefined ? {} : { timeFrom: isoMs(from) }), ...(to === undefined ? {} : { timeTo: isoMs(to) }) };
+  return {
+    ...(from === undefined ? {} : { timeFrom: isoMs(from) }),
+    ...(to === undefined ? {} : { timeTo: isoMs(to) }),
+  };
 }
 
 /** GET …/deliveries: undefined when its `statuses` leave out `failed`, so nothing can match. */
-export function listingFilter(query: Pick<DeliveriesQuery, 'statuses' | 'event_types' | 'date_from' | 'date_to'>): FailedDeliveryFilter | undefined {
+export function listingFilter(
+  query: Pick<DeliveriesQuery, 'statuses' | 'event_types' | 'date_from' | 'date_to'>,
+): FailedDeliveryFilter | undefined {
   const statuses = commaList(query.statuses);
   if (statuses && !statuses.includes('failed')) return undefined;
   const eventTypes = commaList(query.event_types);

@@ -22,7 +22,12 @@ export interface EventStream {
 const DEFAULT_TAKE = 50;
 
 /** The tenant's stream, or the original's 404: what every operation on a stream starts with. */
-export async function existingStream(store: StreamStore, tenantId: string, id: string, read?: StreamRead): Promise<StreamRow> {
+export async function existingStream(
+  store: StreamStore,
+  tenantId: string,
+  id: string,
+  read?: StreamRead,
+): Promise<StreamRow> {
   const row = await store.find(tenantId, id, read);
   if (!row) throw eventStreamErrors.streamNotFound();
   return row;

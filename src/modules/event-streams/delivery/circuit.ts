@@ -20,7 +20,10 @@ export const disabledReason = (failures: number) => `Disabled after ${failures} 
 export const cooldownMs = (rules: Pick<CircuitRules, 'cooldownMs' | 'openAfter'>, run: number) =>
   rules.cooldownMs * 2 ** Math.min(run - rules.openAfter, 6);
 
-/** A stream's outcomes in a recorded batch: whether one succeeded, the failures after the last success, when the last ended. */
+/**
+ * A stream's attempts in a recorded batch: whether one succeeded, the failures after the last success,
+ * and when the last one ended.
+ */
 export interface Tally {
   reset: boolean;
   failures: number;
@@ -57,7 +60,11 @@ export interface RunAfter {
  * is disabled. Undefined when neither the run nor the circuit changes. (PostgreSQL: the same rules in
  * the statement of outcomes.ts.)
  */
-export function runAfter(current: StreamRun, counted: Tally, rules: Omit<CircuitRules, 'onDisabled'>): RunAfter | undefined {
+export function runAfter(
+  current: StreamRun,
+  counted: Tally,
+  rules: Omit<CircuitRules, 'onDisabled'>,
+): RunAfter | undefined {
   const run = (counted.reset ? 0 : current.consecutive_failures) + counted.failures;
   const open = current.circuit_open_until !== null && current.circuit_open_until > counted.at;
   const openUntil = counted.failures > 0 && run >= rules.openAfter && (counted.reset || !open)

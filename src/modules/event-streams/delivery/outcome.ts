@@ -45,7 +45,8 @@ export function outcomeOf(claim: AttemptedDelivery, sent: SendOutcome, settings:
   const retryAt = sent.kind === 'retryable'
     ? nextAttemptAt(settings.deliveryRetryScheduleMs, attempt, asked, Date.parse(at))
     : undefined;
-  const status: Outcome['status'] = sent.kind === 'delivered' ? 'delivered' : retryAt !== undefined ? 'pending' : 'failed';
+  const status: Outcome['status'] =
+    sent.kind === 'delivered' ? 'delivered' : retryAt !== undefined ? 'pending' : 'failed';
   return {
     stream_id: claim.stream_id,
     event_id: claim.event_id,

@@ -18,6 +18,12 @@ export interface FailedDeliveries {
   timeTo?: string;
 }
 
+/** Which deliveries' attempts to follow: a tenant's, a stream's, or all. */
+export interface AttemptScope {
+  tenant?: string | undefined;
+  stream?: string | undefined;
+}
+
 /** One recorded attempt, as `tenantry events tail` prints it. */
 export interface AttemptLine {
   timestamp: string;
@@ -156,7 +162,7 @@ export class DeliveryStore {
    * Attempts recorded at or after `since`, oldest first, of the tenant's or the stream's deliveries when
    * given. `retrying` rows mark a redelivery being queued, not an attempt.
    */
-  attemptsSince(since: string, filter: { tenant?: string | undefined; stream?: string | undefined }): Promise<AttemptLine[]> {
+  attemptsSince(since: string, filter: AttemptScope): Promise<AttemptLine[]> {
     return this.database.db
       .selectFrom('delivery_attempts as a')
       .innerJoin('deliveries as d', (join) => join.onRef('d.stream_id', '=', 'a.stream_id').onRef('d.event_id', '=', 'a.event_id'))
