@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
-import { allowListEntryError } from './delivery/endpoint-guard.ts';
+import { allowListEntryError } from './modules/event-streams/delivery/endpoint-guard.ts';
 import { certificateAuthorityFiles } from './tls/dev-ca-files.ts';
 
 /**

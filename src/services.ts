@@ -21,9 +21,9 @@ import { TenantStore } from './modules/tenants/store.ts';
 import { SegmentService } from './modules/segments/service.ts';
 import { UserService } from './modules/users/service.ts';
 import { SecretBox } from './secret-box.ts';
-import { DeliveryWakeup } from './delivery/wakeup.ts';
-import { DeliveryWorker } from './delivery/worker.ts';
-import { endpointGuardFor } from './delivery/endpoint-guard.ts';
+import { DeliveryWakeup } from './modules/event-streams/store/wakeup.ts';
+import { DeliveryWorker } from './modules/event-streams/delivery/worker.ts';
+import { endpointGuardFor } from './modules/event-streams/delivery/endpoint-guard.ts';
 import { EventStreamService } from './modules/event-streams/service.ts';
 import { EmailTemplateService } from './modules/email-templates/service.ts';
 import { TemplateRenderer } from './modules/email-templates/renderer.ts';
@@ -134,14 +134,16 @@ export async function createServices(config: Config, options: ServiceOptions = {
   };
   // One guard checks endpoints when streams are saved and again on every connection the worker opens.
   const endpointGuard = endpointGuardFor(config);
-  const eventStreams = new EventStreamService(database, secretBox, { guard: endpointGuard });
-  // Every user write records its webhook events in its own transaction (the events outbox).
-  const users = new UserService(database, connections, secretBox, eventStreams);
   // Workers, here or on other nodes, are woken as soon as a transaction that queued deliveries commits.
   const deliveryWakeup = new DeliveryWakeup(database);
-  eventStreams.onQueued((trx) => deliveryWakeup.queued(trx));
+  const eventStreams = new EventStreamService(database, secretBox, tenants, {
+    guard: endpointGuard,
+    queued: (trx) => deliveryWakeup.queued(trx),
+  });
+  // Every user write records its webhook events in its own transaction (the events outbox).
+  const users = new UserService(database, connections, secretBox, eventStreams);
   const deliveryWorker = background && config.deliveryWorker
-    ? new DeliveryWorker(database, eventStreams, config, endpointGuard, deliveryWakeup)
+    ? new DeliveryWorker(database, secretBox, config, endpointGuard, deliveryWakeup, logger)
     : undefined;
   deliveryWorker?.start();
   const templateRenderer = new TemplateRenderer({ threads: config.templateRenderThreads, timeoutMs: config.templateRenderTimeoutMs });

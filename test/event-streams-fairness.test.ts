@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { claimDue } from '../src/delivery/claim.ts';
-import { DeliveryWorker } from '../src/delivery/worker.ts';
+import { claimDue } from '../src/modules/event-streams/store/claim.ts';
+import { DeliveryWorker } from '../src/modules/event-streams/delivery/worker.ts';
+import type { Logger } from '../src/logger.ts';
 import { databaseKinds } from './helpers/databases.ts';
 import { insertDueDeliveries } from './helpers/delivery-fixture.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
@@ -131,9 +132,14 @@ for (const kind of databaseKinds()) {
         ...server.services.config, deliveryRetryScheduleMs: [20, 20, 20], deliveryPollMs: 50,
         deliveryBreakerFailures: 1000, deliveryDisableAfterFailures: 4,
       };
-      worker = new DeliveryWorker(server.services.database, server.services.eventStreams, settings, undefined, undefined, (error) => {
-        throw error;
-      }, (message) => warnings.push(message));
+      // Warnings kept; an error fails the test.
+      const logger = {
+        warn: (_fields: unknown, message: string) => void warnings.push(message),
+        error: (fields: { err: unknown }) => {
+          throw fields.err;
+        },
+      } as unknown as Logger;
+      worker = new DeliveryWorker(server.services.database, server.services.secretBox, settings, undefined, undefined, logger);
       worker.start();
     });
     after(async () => {

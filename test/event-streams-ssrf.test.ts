@@ -5,7 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { EndpointGuard, nonPublicRange } from '../src/delivery/endpoint-guard.ts';
+import { EndpointGuard, nonPublicRange } from '../src/modules/event-streams/delivery/endpoint-guard.ts';
 import { EventStreamService } from '../src/modules/event-streams/service.ts';
 import { createCertificateAuthority, issueServerCertificate } from '../src/tls/dev-ca.ts';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './helpers/databases.ts';
@@ -231,8 +231,9 @@ for (const kind of databaseKinds()) {
       const v6 = await startTcpListener('::1');
       try {
         // Saved by a node allowing loopback; delivered by the server's worker, which does not.
-        const permissive = new EventStreamService(server.services.database, server.services.secretBox, {
+        const permissive = new EventStreamService(server.services.database, server.services.secretBox, server.services.tenants, {
           guard: new EndpointGuard({ allowedHosts: ['127.0.0.0/8', '::1'], dnsServers: [] }),
+          queued: async () => undefined,
         });
         const endpoints = {
           [`https://127.0.0.1:${v4.port}/hook`]: 'Refused: 127.0.0.1 is a non-public address (loopback)',
@@ -241,7 +242,7 @@ for (const kind of databaseKinds()) {
         };
         const ids = new Map<string, string>();
         for (const endpoint of Object.keys(endpoints)) {
-          const stream = await permissive.create(server.tenant.id, { subscriptions: [{ event_type: 'user.created' }], destination: webhook(endpoint) as never });
+          const stream = await permissive.streams.create(server.tenant.id, { subscriptions: [{ event_type: 'user.created' }], destination: webhook(endpoint) as never });
           streamsToDelete.push(stream.id);
           ids.set(endpoint, stream.id);
         }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { retryAfterMs } from '../src/delivery/send.ts';
+import { retryAfterMs } from '../src/modules/event-streams/delivery/send.ts';
 import { databaseKinds } from './helpers/databases.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { startWebhookReceiver, waitUntil, type ProgrammedAnswer, type WebhookReceiver } from './helpers/webhook-receiver.ts';

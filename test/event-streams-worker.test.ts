@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../src/config.ts';
-import { claimDue } from '../src/delivery/claim.ts';
-import { recordOutcomes, type Outcome } from '../src/delivery/outcomes.ts';
+import { claimDue } from '../src/modules/event-streams/store/claim.ts';
+import { recordOutcomes, type Outcome } from '../src/modules/event-streams/store/outcomes.ts';
 import { createServices, type Services } from '../src/services.ts';
 import { databaseKinds } from './helpers/databases.ts';
 import { insertDueDeliveries } from './helpers/delivery-fixture.ts';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { EndpointGuard } from '../src/delivery/endpoint-guard.ts';
+import { EndpointGuard } from '../src/modules/event-streams/delivery/endpoint-guard.ts';
 import { ApiError } from '../src/http/errors.ts';
 import { EventStreamService } from '../src/modules/event-streams/service.ts';
 import { importUsers } from '../src/modules/users/import.ts';
@@ -115,11 +115,11 @@ for (const kind of databaseKinds()) {
       assert.equal(refused.json().message, 'Insufficient scope, expected any of: create:event_streams');
       // example.com is allow-listed by name, so checking it asks no DNS server.
       const guard = new EndpointGuard({ allowedHosts: ['example.com'], dnsServers: [] });
-      const strict = new EventStreamService(server.services.database, server.services.secretBox, { guard });
+      const strict = new EventStreamService(server.services.database, server.services.secretBox, server.services.tenants, { guard, queued: async () => undefined });
       for (const endpoint of ['http://example.com/hook', 'https://127.0.0.1/hook', 'https://localhost/hook']) {
-        await assert.rejects(strict.create(server.tenant.id, { destination: webhook(endpoint) as never }), (e: ApiError) => e.statusCode === 400 && e.errorCode === 'invalid_body');
+        await assert.rejects(strict.streams.create(server.tenant.id, { destination: webhook(endpoint) as never }), (e: ApiError) => e.statusCode === 400 && e.errorCode === 'invalid_body');
       }
-      const ok = await strict.create(server.tenant.id, { name: 'strict-ok', destination: webhook('https://example.com/hook') as never });
+      const ok = await strict.streams.create(server.tenant.id, { name: 'strict-ok', destination: webhook('https://example.com/hook') as never });
       streamsToDelete.push(ok.id);
       const noSecret = await server.request({ method: 'POST', url: '/api/v2/event-streams', payload: { destination: webhook('https://example.com/hook', { method: 'bearer' }) } });
       assert.equal(noSecret.statusCode, 400);

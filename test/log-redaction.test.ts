@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { WebhookSender } from '../src/delivery/send.ts';
+import { WebhookSender } from '../src/modules/event-streams/delivery/send.ts';
 import { redactUrl } from '../src/http/log-redaction.ts';
 import { createTestDatabase, databaseKinds } from './helpers/databases.ts';
 import { freePort } from './helpers/server-process.ts';

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
+import { AttemptLog, type AttemptLine, type AttemptScope } from '../modules/event-streams/attempt-log.ts';
 import { parseFlags, UsageError } from './args.ts';
 import { requireTenantIn } from './clients.ts';
 
@@ -22,29 +23,19 @@ export async function eventsCommand([sub, ...args]: string[]): Promise<void> {
   }
 }
 
-interface AttemptLine {
-  timestamp: string;
-  stream_id: string;
-  event_id: string;
-  seq: number;
-  event_type: string;
-  status: string;
-  duration: number | null;
-  error_message: string | null;
-}
-
 /**
  * Prints one line per delivery attempt as the workers record them, read from the server's database,
  * until SIGINT or SIGTERM. It opens the database only: no delivery worker runs in this process.
  */
-async function tail(filter: { tenant?: string | undefined; stream?: string | undefined }): Promise<void> {
+async function tail(filter: AttemptScope): Promise<void> {
   const database = openDatabase(loadConfig());
+  const attempts = new AttemptLog(database);
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    await checkFilter(database, filter);
+    await checkFilter(database, attempts, filter);
     const scope = [filter.tenant && `tenant ${filter.tenant}`, filter.stream && `stream ${filter.stream}`].filter(Boolean).join(', ');
     process.stderr.write(`Following delivery attempts${scope ? ` of ${scope}` : ''} (Ctrl-C to stop)\n`);
     const started = new Date().toISOString();
@@ -53,7 +44,7 @@ async function tail(filter: { tenant?: string | undefined; stream?: string | und
     while (!stop.signal.aborted) {
       const windowStart = new Date(Date.parse(latest) - LATE_COMMIT_WINDOW_MS).toISOString();
       const since = windowStart > started ? windowStart : started;
-      for (const attempt of await attemptsSince(database, since, filter)) {
+      for (const attempt of await attempts.since(since, filter)) {
         const key = `${attempt.stream_id} ${attempt.event_id} ${attempt.seq}`;
         if (shown.has(key)) continue;
         shown.set(key, attempt.timestamp);
@@ -71,33 +62,11 @@ async function tail(filter: { tenant?: string | undefined; stream?: string | und
   }
 }
 
-async function checkFilter(database: Database, filter: { tenant?: string | undefined; stream?: string | undefined }): Promise<void> {
+async function checkFilter(database: Database, attempts: AttemptLog, filter: AttemptScope): Promise<void> {
   if (filter.tenant !== undefined) await requireTenantIn(database, filter.tenant);
-  if (filter.stream !== undefined) {
-    const stream = await database.db
-      .selectFrom('event_streams')
-      .select('id')
-      .where('id', '=', filter.stream)
-      .$if(filter.tenant !== undefined, (q) => q.where('tenant_id', '=', filter.tenant!))
-      .executeTakeFirst();
-    if (!stream) throw new UsageError(`no event stream "${filter.stream}"${filter.tenant ? ` on tenant ${filter.tenant}` : ''}`);
+  if (filter.stream !== undefined && !(await attempts.streamExists(filter.stream, filter.tenant))) {
+    throw new UsageError(`no event stream "${filter.stream}"${filter.tenant ? ` on tenant ${filter.tenant}` : ''}`);
   }
-}
-
-function attemptsSince(database: Database, since: string, filter: { tenant?: string | undefined; stream?: string | undefined }): Promise<AttemptLine[]> {
-  return database.db
-    .selectFrom('delivery_attempts as a')
-    .innerJoin('deliveries as d', (join) => join.onRef('d.stream_id', '=', 'a.stream_id').onRef('d.event_id', '=', 'a.event_id'))
-    .innerJoin('event_streams as s', 's.id', 'a.stream_id')
-    .select(['a.timestamp', 'a.stream_id', 'a.event_id', 'a.seq', 'd.event_type', 'a.status', 'a.duration', 'a.error_message'])
-    .where('a.timestamp', '>=', since)
-    // `retrying` rows mark a redelivery being queued, not an attempt.
-    .where('a.status', '!=', 'retrying')
-    .$if(filter.tenant !== undefined, (q) => q.where('s.tenant_id', '=', filter.tenant!))
-    .$if(filter.stream !== undefined, (q) => q.where('a.stream_id', '=', filter.stream!))
-    .orderBy('a.timestamp')
-    .orderBy('a.seq')
-    .execute();
 }
 
 /** time, stream, event, type, status, duration, and the error when there is one; tab-separated. */

@@ -46,7 +46,7 @@ const pgClock = (time: ClaimTime) => sql`clock AS (
  * its outcome is recorded under. A worker that dies mid-send leaves its lease to expire; the row is then
  * claimed again (at-least-once). PostgreSQL: FOR UPDATE SKIP LOCKED, so concurrent claims pass each other
  * by instead of waiting; SQLite: one UPDATE … RETURNING, whose writes are serialised anyway.
- * Deliveries have their own claim (delivery/claim.ts): each stream gets only the room its cap leaves,
+ * Deliveries have their own claim (modules/event-streams/store/claim.ts): each stream gets only the room its cap leaves,
  * and a claim brings its event and stream.
  */
 export async function claimDueRows<Row>(

@@ -220,3 +220,19 @@ export const emailVerificationErrors = {
   inexistentJob: () => new ApiError(404, 'The job does not exist.', 'inexistent_job'),
   templateDisabled: () => new ApiError(400, 'The verify_email template is disabled.', 'operation_not_supported'),
 };
+
+// ---- Event streams (src/modules/event-streams) ----
+
+export const eventStreamErrors = {
+  streamNotFound: () => new ApiError(404, 'The requested stream does not exist.'),
+  eventNotFound: () => new ApiError(404, 'The event does not exist.'),
+  /** The original's 409 for a name the tenant's streams already use (its message also names a limit). */
+  nameTaken: () =>
+    conflict('You have reached the maximum number of event streams for your account OR Event stream name already in use.'),
+  notRedeliverable: () => conflict('The event is not in a state that allows redelivery.'),
+  signingSecretNotFound: () => new ApiError(404, 'The signing secret does not exist.'),
+  /** The original also has eventbridge and action destinations; this server delivers to webhooks only. */
+  destinationNotSupported: (type: string) =>
+    new ApiError(400, `Destination type '${type}' is not supported by this server; use 'webhook'.`, 'operation_not_supported'),
+  testToDisabledStream: () => conflict('Test events are not delivered to disabled event streams.'),
+};

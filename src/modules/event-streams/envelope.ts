@@ -1,5 +1,4 @@
-import type { Selectable } from 'kysely';
-import type { EventsTable } from '../../db/schema.ts';
+import type { EventRow } from './store/deliveries.ts';
 
 /** A delivered event: CloudEvents 1.0, structured JSON (compat notes §4.9), in the original's key order. */
 export interface Envelope {
@@ -17,7 +16,7 @@ export interface Envelope {
 export const sourceFor = (tenantDomain: string): string => `urn:svc:${tenantDomain}`;
 
 /** The same event renders the same envelope on every attempt: only its stream differs between streams. */
-export function envelope(event: Selectable<EventsTable>, streamId: string): Envelope {
+export function envelope(event: EventRow, streamId: string): Envelope {
   return {
     id: event.id,
     source: event.source,

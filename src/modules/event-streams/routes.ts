@@ -8,8 +8,8 @@ import {
 const BASE = '/api/v2/event-streams';
 const tags = ['event-streams'];
 
-export async function eventStreamRoutes(app: FastifyInstance, services: Services): Promise<void> {
-  const streams = services.eventStreams;
+export async function eventStreamRoutes(app: FastifyInstance, deps: Pick<Services, 'eventStreams'>): Promise<void> {
+  const { streams, testEvents, deliveries, signingSecrets } = deps.eventStreams;
 
   app.post<{ Body: CreateStreamBody }>(BASE, {
     config: { scopes: ['create:event_streams'] },
@@ -42,24 +42,24 @@ export async function eventStreamRoutes(app: FastifyInstance, services: Services
   app.post<{ Params: StreamId; Body: TestBody }>(`${BASE}/:id/test`, {
     config: { scopes: ['update:event_streams'] },
     schema: { tags, operationId: 'testEventStream', summary: 'Send a test event to a stream', params: StreamId, body: TestBody },
-  }, async (request, reply) => reply.code(202).send(await streams.test(request.tenant.id, request.params.id, request.body)));
+  }, async (request, reply) => reply.code(202).send(await testEvents.send(request.tenant.id, request.params.id, request.body)));
 
   app.get<{ Params: StreamId; Querystring: DeliveriesQuery }>(`${BASE}/:id/deliveries`, {
     config: { scopes: ['read:event_streams', 'read:event_deliveries'] },
     schema: { tags, operationId: 'listEventStreamDeliveries', summary: 'List failed deliveries', params: StreamId, querystring: DeliveriesQuery },
-  }, async (request) => streams.deliveries(request.tenant.id, request.params.id, request.query));
+  }, async (request) => deliveries.list(request.tenant.id, request.params.id, request.query));
 
   app.get<{ Params: StreamEventId }>(`${BASE}/:id/deliveries/:event_id`, {
     config: { scopes: ['read:event_deliveries'] },
     schema: { tags, operationId: 'getEventStreamDelivery', summary: 'Get a delivery', params: StreamEventId },
-  }, async (request) => streams.delivery(request.tenant.id, request.params.id, request.params.event_id));
+  }, async (request) => deliveries.get(request.tenant.id, request.params.id, request.params.event_id));
 
   app.post<{ Params: StreamId; Body: RedeliverBody | undefined }>(`${BASE}/:id/redeliver`, {
     config: { scopes: ['update:event_deliveries'] },
     schema: { tags, operationId: 'redeliverEvents', summary: 'Redeliver failed deliveries', params: StreamId, body: RedeliverBody },
   }, async (request, reply) => {
     const filter = request.body ?? {};
-    await streams.redeliver(request.tenant.id, request.params.id, filter);
+    await deliveries.redeliver(request.tenant.id, request.params.id, filter);
     return reply.code(202).send(filter);
   });
 
@@ -67,7 +67,7 @@ export async function eventStreamRoutes(app: FastifyInstance, services: Services
     config: { scopes: ['update:event_deliveries'] },
     schema: { tags, operationId: 'redeliverEvent', summary: 'Redeliver one failed delivery', params: StreamEventId },
   }, async (request, reply) => {
-    await streams.redeliverOne(request.tenant.id, request.params.id, request.params.event_id);
+    await deliveries.redeliverOne(request.tenant.id, request.params.id, request.params.event_id);
     return reply.code(202).send({});
   });
 
@@ -79,7 +79,7 @@ export async function eventStreamRoutes(app: FastifyInstance, services: Services
       tags, operationId: 'listEventStreamSigningSecrets', summary: 'List the secrets signing a stream\'s deliveries (never the secrets themselves)',
       params: StreamId, response: { 200: SigningSecretList },
     },
-  }, async (request) => streams.signingSecrets(request.tenant.id, request.params.id));
+  }, async (request) => signingSecrets.list(request.tenant.id, request.params.id));
 
   app.post<{ Params: StreamId; Body: CreateSigningSecretBody }>(`${BASE}/:id/signing-secrets`, {
     config: { scopes: ['update:event_streams'] },
@@ -93,13 +93,13 @@ export async function eventStreamRoutes(app: FastifyInstance, services: Services
       summary: 'Sign deliveries with a new secret (Standard Webhooks); the previous one keeps signing for the overlap',
       params: StreamId, body: CreateSigningSecretBody, response: { 201: SigningSecretCreated },
     },
-  }, async (request, reply) => reply.code(201).send(await streams.createSigningSecret(request.tenant.id, request.params.id, request.body)));
+  }, async (request, reply) => reply.code(201).send(await signingSecrets.create(request.tenant.id, request.params.id, request.body)));
 
   app.delete<{ Params: StreamId }>(`${BASE}/:id/signing-secrets`, {
     config: { scopes: ['update:event_streams'] },
     schema: { tags, operationId: 'deleteEventStreamSigningSecrets', summary: 'Stop signing a stream\'s deliveries', params: StreamId },
   }, async (request, reply) => {
-    await streams.deleteSigningSecrets(request.tenant.id, request.params.id);
+    await signingSecrets.deleteAll(request.tenant.id, request.params.id);
     return reply.code(204).send();
   });
 
@@ -107,7 +107,7 @@ export async function eventStreamRoutes(app: FastifyInstance, services: Services
     config: { scopes: ['update:event_streams'] },
     schema: { tags, operationId: 'deleteEventStreamSigningSecret', summary: 'Stop signing with one secret', params: SigningSecretParams },
   }, async (request, reply) => {
-    await streams.deleteSigningSecret(request.tenant.id, request.params.id, request.params.secret_id);
+    await signingSecrets.delete(request.tenant.id, request.params.id, request.params.secret_id);
     return reply.code(204).send();
   });
 }

@@ -1,52 +1,54 @@
-import { randomBytes } from 'node:crypto';
-import { newId } from '../../ids.ts';
-import type { SigningSecret } from './schema.ts';
+import type { Database } from '../../db/database.ts';
+import { now, transaction } from '../../db/database.ts';
+import { eventStreamErrors } from '../../http/errors.ts';
+import type { SecretBox } from '../../secret-box.ts';
+import type { CreateSigningSecretBody, SigningSecretCreated, SigningSecretList } from './schema.ts';
+import {
+  live, newSigningSecret, openSigningSecrets, rotate, sealSigningSecrets, without, withoutSecret,
+} from './signing-secret-rotation.ts';
+import type { StreamStore } from './store/streams.ts';
+import { existingStream } from './streams.ts';
 
-/**
- * Standard Webhooks signing secrets of a stream (https://www.standardwebhooks.com). A stream has
- * none (unsigned), one, or during a rotation two: the newest, which never expires, and the previous
- * one, which keeps signing until its `expires_at` so receivers can switch over without a gap.
- */
-export interface StoredSigningSecret extends SigningSecret {
-  /** `whsec_` + base64 of 32 random bytes: the form Standard Webhooks libraries take. */
-  secret: string;
-}
+/** How long a replaced signing secret keeps signing when the rotation does not say. */
+const DEFAULT_SIGNING_OVERLAP_SECONDS = 86_400;
 
-const PREFIX = 'whsec_';
+/** A stream's Standard Webhooks signing secrets (a Tenantry extension): list, rotate in a new one, stop signing. */
+export class SigningSecrets {
+  constructor(
+    private readonly database: Database,
+    private readonly store: StreamStore,
+    private readonly secretBox: SecretBox,
+  ) {}
 
-export function newSigningSecret(at: string): StoredSigningSecret {
-  return { id: newId.signingSecret(), secret: `${PREFIX}${randomBytes(32).toString('base64')}`, created_at: at };
-}
+  async list(tenantId: string, streamId: string): Promise<SigningSecretList> {
+    const row = await existingStream(this.store, tenantId, streamId);
+    return { signing_secrets: live(openSigningSecrets(this.secretBox, row.signing_secrets), now()).map(withoutSecret) };
+  }
 
-/** The HMAC key of a secret: the base64-decoded part after `whsec_`. */
-export const signingKey = (stored: StoredSigningSecret): Buffer => Buffer.from(stored.secret.slice(PREFIX.length), 'base64');
+  /** A new current secret, returned this once; the one it replaces keeps signing for the overlap. */
+  async create(tenantId: string, streamId: string, input: CreateSigningSecretBody): Promise<SigningSecretCreated> {
+    return transaction(this.database, async (trx) => {
+      const row = await existingStream(this.store, tenantId, streamId, { trx, lock: true });
+      const at = now();
+      const fresh = newSigningSecret(at);
+      const overlap = input.overlap_seconds ?? DEFAULT_SIGNING_OVERLAP_SECONDS;
+      const secrets = rotate(openSigningSecrets(this.secretBox, row.signing_secrets), fresh, at, overlap);
+      await this.store.setSigningSecrets(trx, tenantId, streamId, sealSigningSecrets(this.secretBox, secrets));
+      return { id: fresh.id, secret: fresh.secret, created_at: fresh.created_at };
+    });
+  }
 
-/** The secrets still signing at `at`, newest first. */
-export function live(secrets: readonly StoredSigningSecret[], at: string): StoredSigningSecret[] {
-  return secrets.filter((s) => s.expires_at === undefined || s.expires_at > at);
-}
+  async delete(tenantId: string, streamId: string, secretId: string): Promise<void> {
+    await transaction(this.database, async (trx) => {
+      const row = await existingStream(this.store, tenantId, streamId, { trx, lock: true });
+      const secrets = live(openSigningSecrets(this.secretBox, row.signing_secrets), now());
+      if (!secrets.some((s) => s.id === secretId)) throw eventStreamErrors.signingSecretNotFound();
+      await this.store.setSigningSecrets(trx, tenantId, streamId, sealSigningSecrets(this.secretBox, without(secrets, secretId)));
+    });
+  }
 
-/**
- * After a rotation: the fresh secret first; the one it replaces keeps signing until `overlapSeconds`
- * from now (not at all when 0); any older one goes, so two secrets at most sign at once.
- */
-export function rotate(secrets: readonly StoredSigningSecret[], fresh: StoredSigningSecret, at: string, overlapSeconds: number): StoredSigningSecret[] {
-  const [current] = live(secrets, at);
-  if (current === undefined || overlapSeconds === 0) return [fresh];
-  const expires = new Date(Date.parse(at) + overlapSeconds * 1000).toISOString();
-  const until = current.expires_at !== undefined && current.expires_at < expires ? current.expires_at : expires;
-  return [fresh, { ...current, expires_at: until }];
-}
-
-/** Without one secret; the newest left becomes the current one again and stops expiring. */
-export function without(secrets: readonly StoredSigningSecret[], id: string): StoredSigningSecret[] {
-  const [first, ...rest] = secrets.filter((s) => s.id !== id);
-  if (first === undefined) return [];
-  const { expires_at: _dropped, ...current } = first;
-  return [current, ...rest];
-}
-
-/** What the API shows of a secret: never the secret itself. */
-export function withoutSecret({ id, created_at, expires_at }: StoredSigningSecret): SigningSecret {
-  return { id, created_at, ...(expires_at === undefined ? {} : { expires_at }) };
+  /** Deliveries go unsigned from now on. */
+  async deleteAll(tenantId: string, streamId: string): Promise<void> {
+    if (!(await this.store.clearSigningSecrets(tenantId, streamId))) throw eventStreamErrors.streamNotFound();
+  }
 }

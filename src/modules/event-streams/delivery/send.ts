@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
-import type { Envelope } from '../modules/event-streams/envelope.ts';
-import { redactUrl } from '../http/log-redaction.ts';
+import type { Envelope } from '../envelope.ts';
+import { redactUrl } from '../../../http/log-redaction.ts';
 import { EndpointRefused, EndpointUnresolved, type EndpointGuard } from './endpoint-guard.ts';
 
 export interface WebhookTarget {

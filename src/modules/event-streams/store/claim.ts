@@ -1,8 +1,8 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import type { Database } from '../db/database.ts';
-import { now } from '../db/database.ts';
-import { PG_ISO, type ClaimTime } from '../db/claim-due.ts';
-import type { EventsTable, EventStreamsTable } from '../db/schema.ts';
+import type { Database } from '../../../db/database.ts';
+import { now } from '../../../db/database.ts';
+import { PG_ISO, type ClaimTime } from '../../../db/claim-due.ts';
+import type { EventsTable, EventStreamsTable } from '../../../db/schema.ts';
 
 /** A claimed delivery, with what sending it needs: its event and its stream's destination. */
 export interface Claimed extends Omit<EventsTable, 'id'>, Pick<EventStreamsTable, 'destination' | 'secret' | 'signing_secrets'> {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import pg from 'pg';
-import type { Database, Tx } from '../db/database.ts';
+import type { Database, Tx } from '../../../db/database.ts';
 
 const CHANNEL = 'tenantry_deliveries_queued';
 /** After a lost LISTEN connection: the poll carries on meanwhile. */

@@ -1,26 +1,10 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import type { Database } from '../db/database.ts';
-import type { DeliveriesTable, DeliveryAttemptsTable, EventStreamsTable } from '../db/schema.ts';
-import { PG_ISO } from '../db/claim-due.ts';
+import type { Database } from '../../../db/database.ts';
+import { PG_ISO } from '../../../db/claim-due.ts';
+import { disabledReason, runAfter, tally, type CircuitRules, type StreamRun, type Tally } from '../delivery/circuit.ts';
+import type { Outcome } from '../delivery/outcome.ts';
 
-/** One finished attempt: the delivery's next state and the attempt's row. */
-export interface Outcome {
-  stream_id: string;
-  event_id: string;
-  /** The lease the attempt was made under. */
-  lease: string;
-  status: DeliveriesTable['status'];
-  attempt_count: number;
-  next_attempt_at: string;
-  /** When the attempt ended: the attempt's timestamp and the delivery's updated_at. */
-  at: string;
-  /** The attempt row's place in the delivery's history: the claimed attempt_seq plus one. */
-  seq: number;
-  attempt_status: Exclude<DeliveryAttemptsTable['status'], 'retrying'>;
-  error_message: string | null;
-  /** Milliseconds. */
-  duration: number;
-}
+export type { Outcome };
 
 // Only the holder of the lease records the outcome: after a redelivery, or a re-claim once the lease
 // ran out, the delivery is someone else's, and the attempt goes unrecorded as its send went unasked.
@@ -83,35 +67,6 @@ const POSTGRES_RECORD = `
   SELECT (SELECT count(*) FROM inserted)::int AS recorded,
     coalesce((SELECT json_agg(id) FROM streams WHERE was = 'enabled' AND status = 'disabled'), '[]'::json) AS disabled`;
 
-/** What a stream's run of failed attempts leads to. */
-export interface CircuitRules {
-  /** Failures in a row that open the circuit. */
-  openAfter: number;
-  /**
-   * The open circuit's first wait; doubled for each failure in the run past `openAfter`, up to 64 times.
-   * Failures recorded while the circuit is open (sends that began before it opened) count toward the run
-   * but do not extend the wait: the next failure to (re)open it is the probe's.
-   */
-  cooldownMs: number;
-  /** Failures in a row that disable the stream; 0: never. */
-  disableAfter: number;
-  /** Told of each stream this recording disabled. */
-  onDisabled(streamId: string): void;
-}
-
-export const disabledReason = (failures: number) => `Disabled after ${failures} consecutive failed delivery attempts.`;
-
-/** How long the circuit stays open after the `run`-th failure in a row. */
-export const cooldownMs = (rules: CircuitRules, run: number) => rules.cooldownMs * 2 ** Math.min(run - rules.openAfter, 6);
-
-/** A stream's outcomes in a batch: whether one succeeded, and the failures after the last success. */
-interface Tally {
-  reset: boolean;
-  failures: number;
-  at: string;
-}
-
-type StreamRun = Pick<EventStreamsTable, 'consecutive_failures' | 'circuit_open_until' | 'status'>;
 /** How many attempts were recorded, and the streams the recording disabled. */
 interface Recorded {
   recorded: number;
@@ -138,26 +93,18 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
         if (update.run(outcome).changes === 0) continue;
         insert.run(outcome);
         result.recorded++;
-        const tally = tallies.get(outcome.stream_id) ?? { reset: false, failures: 0, at: outcome.at };
-        if (outcome.attempt_status === 'delivered') Object.assign(tally, { reset: true, failures: 0 });
-        else tally.failures++;
-        tally.at = outcome.at;
-        tallies.set(outcome.stream_id, tally);
+        tallies.set(outcome.stream_id, tally(tallies.get(outcome.stream_id), outcome));
       }
       if (circuit) {
-        for (const [id, tally] of tallies) {
+        for (const [id, counted] of tallies) {
           const current = stream.get(id);
           if (!current) continue;
-          const run = (tally.reset ? 0 : current.consecutive_failures) + tally.failures;
-          const open = current.circuit_open_until !== null && current.circuit_open_until > tally.at;
-          const openUntil = tally.failures > 0 && run >= circuit.openAfter && (tally.reset || !open)
-            ? new Date(Date.parse(tally.at) + cooldownMs(circuit, run)).toISOString()
-            : tally.reset ? null : current.circuit_open_until;
-          if (run === current.consecutive_failures && openUntil === current.circuit_open_until) continue;
-          const disabled = current.status === 'enabled' && circuit.disableAfter > 0 && run >= circuit.disableAfter;
+          const next = runAfter(current, counted, circuit);
+          if (!next) continue;
+          const { run, openUntil, disabled } = next;
           setRun.run({
             id, run, openUntil, status: disabled ? 'disabled' : current.status, disabled: disabled ? 1 : 0,
-            reason: disabledReason(circuit.disableAfter), at: tally.at,
+            reason: disabledReason(circuit.disableAfter), at: counted.at,
           });
           if (disabled) result.disabled.push(id);
         }

@@ -1,16 +1,19 @@
-import { PollingLoop } from '../background/polling-loop.ts';
-import { nextAttemptAt } from '../background/retry-schedule.ts';
-import type { Config } from '../config.ts';
-import type { Database } from '../db/database.ts';
-import { now } from '../db/database.ts';
-import { envelope } from '../modules/event-streams/envelope.ts';
-import type { EventStreamService, PublicDestination } from '../modules/event-streams/service.ts';
-import { live, signingKey, type StoredSigningSecret } from '../modules/event-streams/signing-secrets.ts';
-import { claimDue, releaseClaims, type Claimed } from './claim.ts';
+import { PollingLoop } from '../../../background/polling-loop.ts';
+import type { Config } from '../../../config.ts';
+import type { Database } from '../../../db/database.ts';
+import { now } from '../../../db/database.ts';
+import type { Logger } from '../../../logger.ts';
+import type { SecretBox } from '../../../secret-box.ts';
+import { openSecret, type PublicDestination } from '../destinations.ts';
+import { envelope } from '../envelope.ts';
+import { live, openSigningSecrets, signingKey, type StoredSigningSecret } from '../signing-secret-rotation.ts';
+import { claimDue, releaseClaims, type Claimed } from '../store/claim.ts';
+import { recordOutcomes } from '../store/outcomes.ts';
+import type { DeliveryWakeup } from '../store/wakeup.ts';
+import { disabledReason, type CircuitRules } from './circuit.ts';
 import type { EndpointGuard } from './endpoint-guard.ts';
-import { disabledReason, recordOutcomes, type CircuitRules, type Outcome } from './outcomes.ts';
-import { authHeader, WebhookSender, type SendOutcome, type WebhookTarget } from './send.ts';
-import type { DeliveryWakeup } from './wakeup.ts';
+import { outcomeOf, type Outcome } from './outcome.ts';
+import { authHeader, WebhookSender, type WebhookTarget } from './send.ts';
 
 export type DeliverySettings = Pick<
   Config,
@@ -62,29 +65,37 @@ export class DeliveryWorker {
 
   constructor(
     private readonly database: Database,
-    private readonly streams: EventStreamService,
+    /** Opens the streams' sealed webhook secrets and signing secrets. */
+    private readonly secretBox: SecretBox,
     private readonly settings: DeliverySettings,
     /** The same guard that checked the endpoints when their streams were saved; undefined in development mode. */
     guard: EndpointGuard | undefined,
-    private readonly wakeup?: DeliveryWakeup,
-    private readonly onError: (error: unknown) => void = (error) => console.error('event delivery:', error),
-    onWarning: (message: string) => void = (message) => console.warn('event delivery:', message),
+    private readonly wakeup: DeliveryWakeup | undefined,
+    private readonly logger: Logger,
   ) {
     this.sender = new WebhookSender(guard, settings.deliveryTimeoutMs);
+    const reason = disabledReason(settings.deliveryDisableAfterFailures);
     this.circuit = {
       openAfter: settings.deliveryBreakerFailures,
       cooldownMs: settings.deliveryBreakerCooldownMs,
       disableAfter: settings.deliveryDisableAfterFailures,
-      onDisabled: (streamId) => onWarning(
-        `event stream ${streamId} disabled: ${disabledReason(settings.deliveryDisableAfterFailures)} PATCH {"status":"enabled"} enables it again.`,
+      onDisabled: (streamId) => logger.warn(
+        { eventStream: streamId },
+        `event stream ${streamId} disabled: ${reason} PATCH {"status":"enabled"} enables it again.`,
       ),
     };
+    // A failed round (a claim or a recording) is tried again at the next; a send that failed before its
+    // outcome was known goes again once its lease runs out.
+    const onError = (error: unknown) => logger.error({ err: error }, 'event delivery failed');
     this.loop = new PollingLoop({ round: () => this.round(), afterFailureMs: () => this.untilNextRound(), onError });
   }
 
   start(): void {
     if (!this.loop.stopped) return;
-    this.unlisten = this.wakeup?.listen(() => this.loop.wake(), (error) => this.onError(error));
+    this.unlisten = this.wakeup?.listen(
+      () => this.loop.wake(),
+      (error) => this.logger.error({ err: error }, 'event delivery: the wake-up listener failed; polling carries on'),
+    );
     this.loop.start(0);
   }
 
@@ -94,7 +105,7 @@ export class DeliveryWorker {
     await this.unlisten?.();
     this.unlisten = undefined;
     await stopping;
-    await this.flush().catch((error) => this.onError(error));
+    await this.flush().catch((error) => this.logger.error({ err: error }, 'event delivery: recording the last attempts failed'));
     await this.sender.close();
   }
 
@@ -168,7 +179,7 @@ export class DeliveryWorker {
     // Signed with the secrets still signing now, newest first (none: unsigned).
     const signingKeys = live(signing, now()).map(signingKey);
     const sent = await this.sender.send({ ...target, signingKeys }, envelope({ ...claim, id: claim.event_id }, claim.stream_id));
-    this.finished.push(this.outcome(claim, sent));
+    this.finished.push(outcomeOf(claim, sent, this.settings, now()));
   }
 
   /** The stream's endpoint, header and signing secrets, opened (JSON, sealed secrets) once per version of the stream. */
@@ -179,38 +190,16 @@ export class DeliveryWorker {
     }
     const destination = JSON.parse(claim.destination) as PublicDestination;
     const auth = destination.configuration.webhook_authorization;
-    const header = authHeader(auth.method ?? '', auth, this.streams.openSecret(claim.secret));
+    const header = authHeader(auth.method ?? '', auth, openSecret(this.secretBox, claim.secret));
     const opened: CachedTarget = {
       destination: claim.destination,
       secret: claim.secret,
       signing_secrets: claim.signing_secrets,
       target: { endpoint: destination.configuration.webhook_endpoint, ...(header ? { header } : {}) },
-      signing: this.streams.openSigning(claim.signing_secrets),
+      signing: openSigningSecrets(this.secretBox, claim.signing_secrets),
     };
     if (this.targets.size >= TARGET_CACHE_LIMIT) this.targets.clear();
     this.targets.set(claim.stream_id, opened);
     return opened;
-  }
-
-  private outcome(claim: Claimed, sent: SendOutcome): Outcome {
-    const at = now();
-    const attempt = claim.attempt_count + 1;
-    // An endpoint's Retry-After may push the retry later, up to the cap, but never adds attempts.
-    const asked = sent.kind === 'retryable' ? Math.min(sent.retryAfterMs ?? 0, this.settings.deliveryRetryAfterMaxMs) : 0;
-    const retryAt = sent.kind === 'retryable' ? nextAttemptAt(this.settings.deliveryRetryScheduleMs, attempt, asked) : undefined;
-    const status: Outcome['status'] = sent.kind === 'delivered' ? 'delivered' : retryAt !== undefined ? 'pending' : 'failed';
-    return {
-      stream_id: claim.stream_id,
-      event_id: claim.event_id,
-      lease: claim.claimed_until,
-      status,
-      attempt_count: attempt,
-      next_attempt_at: retryAt ?? at,
-      at,
-      seq: claim.attempt_seq + 1,
-      attempt_status: sent.kind === 'delivered' ? 'delivered' : 'failed',
-      error_message: sent.kind === 'delivered' ? null : sent.error,
-      duration: Math.round(sent.durationMs * 1000) / 1000,
-    };
   }
 }

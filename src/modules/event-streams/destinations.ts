@@ -1,0 +1,140 @@
+import { badRequest, eventStreamErrors } from '../../http/errors.ts';
+import type { SecretBox } from '../../secret-box.ts';
+import { EndpointRefused, EndpointUnresolved, type EndpointGuard } from './delivery/endpoint-guard.ts';
+import type { Authorization, Destination } from './schema.ts';
+
+/** A stream's destination as the API shows it: never the secret. */
+export interface PublicDestination {
+  type: 'webhook';
+  configuration: { webhook_endpoint: string; webhook_authorization: Record<string, string> };
+}
+
+/** A webhook destination that passed every check needing no stored stream. */
+export interface CheckedWebhook {
+  endpoint: string;
+  auth: Authorization;
+}
+
+/** A destination ready to store: its public JSON, and its secret sealed with the SecretBox. */
+export interface SealedDestination {
+  destination: PublicDestination;
+  secret: string | null;
+}
+
+/**
+ * Headers the sender sets itself, or that steer the connection: a custom authorization header may not
+ * replace them (a forged `webhook-signature`, a `host` aimed at another virtual host, a broken framing).
+ */
+const RESERVED_HEADERS = new Set([
+  'host', 'content-type', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect',
+  'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature',
+]);
+
+/**
+ * Where a request to the endpoint goes: scheme, host and port as WHATWG URL (and so the sender) reads
+ * them — host lower-cased, default port dropped, userinfo ignored. A trailing dot makes another host.
+ */
+export const originOf = (endpoint: string): string => new URL(endpoint).origin;
+
+/** The webhook's secret (token, password or header_value) opened: for the delivery worker only. */
+export function openSecret(secretBox: SecretBox, sealed: string | null): string | undefined {
+  return sealed === null ? undefined : secretBox.open(sealed);
+}
+
+/**
+ * The rules of a stream's destination: what may be saved, and how its secret is kept.
+ * `guard` undefined: development mode (DELIVERY_ALLOW_HTTP), where endpoints may be http:// and at any address.
+ */
+export class Destinations {
+  constructor(private readonly secretBox: SecretBox, private readonly guard: EndpointGuard | undefined) {}
+
+  /**
+   * Everything about a destination that needs no stored stream, DNS included: run before any
+   * transaction opens, so a slow resolver never holds a lock.
+   */
+  async check(input: Destination): Promise<CheckedWebhook> {
+    if (input.type !== 'webhook') throw eventStreamErrors.destinationNotSupported(input.type);
+    const { webhook_endpoint: endpoint, webhook_authorization: auth } = input.configuration;
+    if (endpoint === undefined) {
+      throw badRequest.body("Payload validation error: 'Missing required property: webhook_endpoint' on property destination.configuration.");
+    }
+    if (auth === undefined) {
+      throw badRequest.body("Payload validation error: 'Missing required property: webhook_authorization' on property destination.configuration.");
+    }
+    await this.checkEndpoint(endpoint);
+    return { endpoint, auth };
+  }
+
+  /**
+   * The stored secret is kept when the PATCH leaves it out only while it would still go where it was
+   * given: the same method and the same origin. Anyone allowed to update a stream must not be able to
+   * send its secret to an address of their choosing without knowing it.
+   */
+  seal({ endpoint, auth }: CheckedWebhook, current: { destination: string; secret: string | null } | undefined): SealedDestination {
+    const stored = current ? (JSON.parse(current.destination) as PublicDestination).configuration : undefined;
+    const kept = stored?.webhook_authorization.method === auth.method && current?.secret ? current.secret : null;
+    const missing = (name: string, why?: string) => {
+      const where = `on property destination.configuration.webhook_authorization${why === undefined ? '' : `: ${why}`}`;
+      return badRequest.body(`Payload validation error: 'Missing required property: ${name}' ${where}.`);
+    };
+    const sealed = (secret: string | undefined, name: string): string => {
+      if (secret !== undefined) return this.secretBox.seal(secret);
+      if (kept === null) throw missing(name);
+      const [from, to] = [originOf(stored!.webhook_endpoint), originOf(endpoint)];
+      if (from === to) return kept;
+      const why = `the stored ${name} is only sent to the origin it was given for (${from})`;
+      throw missing(name, `${why}; send it again to move webhook_endpoint to ${to}`);
+    };
+    let publicAuth: Record<string, string>;
+    let secret: string;
+    switch (auth.method) {
+      case 'bearer':
+        publicAuth = { method: 'bearer' };
+        secret = sealed(auth.token, 'token');
+        break;
+      case 'basic':
+        if (auth.username === undefined) throw missing('username');
+        publicAuth = { method: 'basic', username: auth.username };
+        secret = sealed(auth.password, 'password');
+        break;
+      case 'custom_header':
+        if (auth.header_key === undefined) throw missing('header_key');
+        if (RESERVED_HEADERS.has(auth.header_key.toLowerCase()) || auth.header_key.toLowerCase().startsWith('proxy-')) {
+          throw badRequest.body(
+            `Payload validation error: 'header_key ${auth.header_key} is set by the server itself and cannot carry the secret' ` +
+            'on property destination.configuration.webhook_authorization.',
+          );
+        }
+        publicAuth = { method: 'custom_header', header_key: auth.header_key };
+        secret = sealed(auth.header_value, 'header_value');
+        break;
+    }
+    return { destination: { type: 'webhook', configuration: { webhook_endpoint: endpoint, webhook_authorization: publicAuth } }, secret };
+  }
+
+  /** https:// only, at public addresses or allow-listed ones (see EndpointGuard); anything in development mode. */
+  private async checkEndpoint(endpoint: string): Promise<void> {
+    const refuse = (reason: string) =>
+      badRequest.body(`Payload validation error: '${reason}' on property destination.configuration.webhook_endpoint (URL of the webhook).`);
+    const pattern = () => refuse(`String does not match pattern ^https://.*: ${endpoint}`);
+    let url: URL;
+    try {
+      url = new URL(endpoint);
+    } catch {
+      throw pattern();
+    }
+    const { guard } = this;
+    if (guard === undefined) {
+      if (url.protocol !== 'https:' && url.protocol !== 'http:') throw pattern();
+      return;
+    }
+    if (url.protocol !== 'https:') throw pattern();
+    try {
+      await guard.check(url.hostname);
+    } catch (error) {
+      if (error instanceof EndpointRefused) throw refuse(`Webhook endpoints must be public: ${error.message}`);
+      if (error instanceof EndpointUnresolved) throw refuse(`Webhook endpoint ${error.message}`);
+      throw error;
+    }
+  }
+}

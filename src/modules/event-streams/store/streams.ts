@@ -1,0 +1,109 @@
+import type { Selectable } from 'kysely';
+import type { Database, Tx } from '../../../db/database.ts';
+import { uniqueOr } from '../../../db/database.ts';
+import type { EventStreamsTable } from '../../../db/schema.ts';
+import { eventStreamErrors } from '../../../http/errors.ts';
+
+/** A stored stream: its destination as the API shows it, its sealed secrets, and its run of failures. */
+export type StreamRow = Selectable<EventStreamsTable>;
+
+/** Where a read runs: inside `trx` when given, and with `lock` holding the row until it ends (PostgreSQL). */
+export interface StreamRead {
+  trx?: Tx;
+  lock?: boolean;
+}
+
+/** Every query on `event_streams` but the delivery worker's (see claim.ts and outcomes.ts). */
+export class StreamStore {
+  constructor(private readonly database: Database) {}
+
+  /** A name the tenant's streams already use: the original's 409. */
+  async insert(row: StreamRow): Promise<void> {
+    await uniqueOr(this.database.db.insertInto('event_streams').values(row).execute(), eventStreamErrors.nameTaken);
+  }
+
+  /** SQLite needs no lock: a transaction there holds the whole database. */
+  find(tenantId: string, id: string, { trx, lock = false }: StreamRead = {}): Promise<StreamRow | undefined> {
+    return (trx ?? this.database.db)
+      .selectFrom('event_streams')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .$if(lock && this.database.dialect === 'postgres', (q) => q.forUpdate())
+      .executeTakeFirst();
+  }
+
+  /** The tenant's streams in id order, after `afterId` when given, `limit` at most. */
+  page(tenantId: string, afterId: string | undefined, limit: number): Promise<StreamRow[]> {
+    let query = this.database.db.selectFrom('event_streams').selectAll().where('tenant_id', '=', tenantId);
+    if (afterId !== undefined) query = query.where('id', '>', afterId);
+    return query.orderBy('id').limit(limit).execute();
+  }
+
+  /** Writes what a PATCH may change; a name the tenant's streams already use: the original's 409. */
+  async update(trx: Tx, changed: StreamRow): Promise<void> {
+    const update = trx
+      .updateTable('event_streams')
+      .set({
+        name: changed.name, status: changed.status, subscriptions: changed.subscriptions,
+        destination: changed.destination, secret: changed.secret, updated_at: changed.updated_at,
+        consecutive_failures: changed.consecutive_failures, circuit_open_until: changed.circuit_open_until,
+        status_reason: changed.status_reason,
+      })
+      .where('tenant_id', '=', changed.tenant_id)
+      .where('id', '=', changed.id)
+      .execute();
+    await uniqueOr(update, eventStreamErrors.nameTaken);
+  }
+
+  /** False when there was no such stream. Its deliveries and their attempts go with it (foreign keys cascade). */
+  async delete(tenantId: string, id: string): Promise<boolean> {
+    const removed = await this.database.db
+      .deleteFrom('event_streams')
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return removed.numDeletedRows !== 0n;
+  }
+
+  async setSigningSecrets(trx: Tx, tenantId: string, id: string, sealed: string | null): Promise<void> {
+    await trx
+      .updateTable('event_streams')
+      .set({ signing_secrets: sealed })
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .execute();
+  }
+
+  /** False when there is no such stream. */
+  async clearSigningSecrets(tenantId: string, id: string): Promise<boolean> {
+    const updated = await this.database.db
+      .updateTable('event_streams')
+      .set({ signing_secrets: null })
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return updated.numUpdatedRows !== 0n;
+  }
+
+  /** The tenant's enabled streams and what they subscribe to (JSON): where its events go. */
+  subscribers(trx: Tx, tenantId: string): Promise<Array<Pick<StreamRow, 'id' | 'subscriptions'>>> {
+    return trx
+      .selectFrom('event_streams')
+      .select(['id', 'subscriptions'])
+      .where('tenant_id', '=', tenantId)
+      .where('status', '=', 'enabled')
+      .execute();
+  }
+
+  /** Whether the stream exists, on the tenant when one is given. */
+  async exists(id: string, tenantId?: string): Promise<boolean> {
+    const stream = await this.database.db
+      .selectFrom('event_streams')
+      .select('id')
+      .where('id', '=', id)
+      .$if(tenantId !== undefined, (q) => q.where('tenant_id', '=', tenantId!))
+      .executeTakeFirst();
+    return stream !== undefined;
+  }
+}
