@@ -4,7 +4,11 @@
 //    the SQL error helpers. Everything else gets from src/db/database.ts only what PUBLIC_DATABASE lists.
 import path from 'node:path';
 
-const PUBLIC_DATABASE = new Set(['Database', 'Tx', 'Dialect', 'transaction', 'now', 'nowAfter', 'openDatabase', 'migrate']);
+const PUBLIC_DATABASE = new Set(['Database', 'Tx', 'Dialect', 'transaction', 'now', 'nowAfter', 'openDatabase', 'migrate', 'ping']);
+/** How database failures are classified for clients (503s) is public too: the error handler reads it. */
+const PUBLIC_DATABASE_FILES = new Set(['src/db/unavailable.ts']);
+/** The composition root builds every service and the stores they are handed; it runs no query itself. */
+const COMPOSITION_ROOT = 'src/services.ts';
 
 /** src/modules/<name>/… → name; anything else in src/ → its first folder (or file). */
 function areaOf(relative) {
@@ -45,10 +49,10 @@ export default {
           }
           const target = path.relative(root, path.resolve(path.dirname(context.filename), specifier)).split(path.sep).join('/');
           const targetArea = areaOf(target);
-          if (targetArea?.startsWith('modules/') && isStore(target) && targetArea !== importerArea) {
+          if (targetArea?.startsWith('modules/') && isStore(target) && targetArea !== importerArea && importer !== COMPOSITION_ROOT) {
             context.report({ node, messageId: 'foreignStore', data: { importer, target } });
           }
-          if (targetArea === 'db' && !mayUseDatabase) {
+          if (targetArea === 'db' && !mayUseDatabase && !PUBLIC_DATABASE_FILES.has(target)) {
             const internal = target !== 'src/db/database.ts' || names === undefined || names.some((name) => !PUBLIC_DATABASE.has(name));
             if (internal) context.report({ node, messageId: 'databaseInternals', data: { importer, what: target } });
           }

@@ -1,12 +1,12 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyHttpsOptions, type FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
 import type { SecureContextOptions } from 'node:tls';
 import { badRequest } from './http/errors.ts';
 import { frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { registerRequestPipeline } from './http/hooks.ts';
 import { registerFormBodySupport, validatorCompiler } from './http/validation.ts';
+import { ping } from './db/database.ts';
 import { newId } from './ids.ts';
 import { captchaRoutes } from './modules/captcha/routes.ts';
 import { eventStreamRoutes } from './modules/event-streams/routes.ts';
@@ -100,7 +100,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   const serverOwn = { public: true, tenantless: true } as const;
   app.get('/health', { config: serverOwn, schema: { hide: true } }, async (_request, reply) => {
     try {
-      await sql`select 1`.execute(services.database.db);
+      await ping(services.database);
       return { status: 'ok' };
     } catch {
       return reply.code(503).send({ status: 'unavailable' });

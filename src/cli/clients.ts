@@ -1,7 +1,6 @@
 import type { Database } from '../db/database.ts';
 import { ALL_SCOPES, isScope } from '../modules/oauth/scopes.ts';
-import type { TenantService } from '../modules/tenants/service.ts';
-import { TenantStore } from '../modules/tenants/store.ts';
+import { TenantService } from '../modules/tenants/service.ts';
 import { parseFlags, print, UsageError, withServices } from './args.ts';
 
 export async function requireTenant(services: { tenants: Pick<TenantService, 'get'> }, id: string) {
@@ -12,7 +11,7 @@ export async function requireTenant(services: { tenants: Pick<TenantService, 'ge
 
 /** requireTenant for commands that open the database without the services (events tail). */
 export async function requireTenantIn(database: Database, id: string) {
-  return requireTenant({ tenants: new TenantStore(database) }, id);
+  return requireTenant({ tenants: TenantService.reading(database) }, id);
 }
 
 export function checkScopes(scopes: readonly string[]): void {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import {
-  CompiledQuery, Kysely, Migrator, PostgresDialect, PostgresDriver, SqliteDialect, SqliteDriver,
+  CompiledQuery, Kysely, sql, Migrator, PostgresDialect, PostgresDriver, SqliteDialect, SqliteDriver,
   type DatabaseConnection, type Driver, type Insertable, type PostgresDialectConfig, type SqliteDialectConfig, type Transaction,
 } from 'kysely';
 import pg from 'pg';
@@ -162,6 +162,11 @@ export async function uniqueOr<T>(work: Promise<T>, conflict: () => Error): Prom
     if (isUniqueViolation(error)) throw conflict();
     throw error;
   }
+}
+
+/** Resolves when the database answers a trivial query: what readiness and /health ask. */
+export async function ping(database: Database): Promise<void> {
+  await sql`select 1`.execute(database.db);
 }
 
 export const now = (): string => new Date().toISOString();

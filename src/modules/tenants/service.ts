@@ -1,6 +1,6 @@
-import type { Tx } from '../../db/database.ts';
+import type { Database, Tx } from '../../db/database.ts';
 import { now } from '../../db/database.ts';
-import type { TenantStore } from './store.ts';
+import { TenantStore } from './store.ts';
 import { TENANT_ID_PATTERN, type Tenant, type TenantHost } from './tenant.ts';
 
 export { TENANT_ID_PATTERN, TenantTaken, type Tenant, type TenantHost } from './tenant.ts';
@@ -35,6 +35,11 @@ export class TenantService {
     private readonly store: TenantStore,
     private readonly customHosts: CustomHosts,
   ) {}
+
+  /** Tenants read by their canonical domains alone, for a command that opens the database without the server. */
+  static reading(database: Database): TenantService {
+    return new TenantService(new TenantStore(database), { lookupHost: async () => undefined, readyDomains: async () => [] });
+  }
 
   /**
    * Every domain the tenant answers on, its canonical domain first; verified tokens are checked against
