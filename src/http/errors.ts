@@ -164,9 +164,8 @@ export const customDomainError = {
   tlsPolicyOnSelfManaged: () => badRequest.body("The 'tls_policy' cannot be set on self_managed domains"),
   clientIpHeaderOnSvcManaged: () =>
     badRequest.body("The 'custom_client_ip_header' cannot be set on svc_managed domains"),
-  unsupportedQuery: () => badRequest.query(
-    "Query validation error: 'Invalid query: only domain:<value> and domain:<prefix>* are supported' on property q.",
-  ),
+  unsupportedQuery: () =>
+    badRequest.queryParameter('Invalid query: only domain:<value> and domain:<prefix>* are supported', 'q'),
 };
 
 // ---- Access tokens (src/modules/oauth) ----

@@ -61,7 +61,7 @@ export function checkTypeMembers(
 }
 
 function tooManyMetadataKeys(count: number): ApiError {
-  return badRequest.body(`Payload validation error: 'Too many properties defined (${count}), must be at most 10' on property domain_metadata.`);
+  return badRequest.tooManyProperties(count, 10, 'domain_metadata');
 }
 
 /** `domain:<value>` or `domain:<prefix>*`, the only queries `q` takes. */

@@ -1,4 +1,5 @@
 import { badRequest, eventStreamErrors } from '../../http/errors.ts';
+import { reasons } from '../../http/validation.ts';
 import type { SecretBox } from '../../secret-box.ts';
 import { EndpointRefused, EndpointUnresolved, type EndpointGuard } from './delivery/endpoint-guard.ts';
 import type { Authorization, Destination } from './schema.ts';
@@ -56,10 +57,10 @@ export class Destinations {
     if (input.type !== 'webhook') throw eventStreamErrors.destinationNotSupported(input.type);
     const { webhook_endpoint: endpoint, webhook_authorization: auth } = input.configuration;
     if (endpoint === undefined) {
-      throw badRequest.body("Payload validation error: 'Missing required property: webhook_endpoint' on property destination.configuration.");
+      throw badRequest.missingProperty('webhook_endpoint', 'destination.configuration');
     }
     if (auth === undefined) {
-      throw badRequest.body("Payload validation error: 'Missing required property: webhook_authorization' on property destination.configuration.");
+      throw badRequest.missingProperty('webhook_authorization', 'destination.configuration');
     }
     await this.checkEndpoint(endpoint);
     return { endpoint, auth };
@@ -73,10 +74,8 @@ export class Destinations {
   seal({ endpoint, auth }: CheckedWebhook, current: { destination: string; secret: string | null } | undefined): SealedDestination {
     const stored = current ? (JSON.parse(current.destination) as PublicDestination).configuration : undefined;
     const kept = stored?.webhook_authorization.method === auth.method && current?.secret ? current.secret : null;
-    const missing = (name: string, why?: string) => {
-      const where = `on property destination.configuration.webhook_authorization${why === undefined ? '' : `: ${why}`}`;
-      return badRequest.body(`Payload validation error: 'Missing required property: ${name}' ${where}.`);
-    };
+    const missing = (name: string, why?: string) =>
+      badRequest.missingProperty(name, 'destination.configuration.webhook_authorization', why);
     const sealed = (secret: string | undefined, name: string): string => {
       if (secret !== undefined) return this.secretBox.seal(secret);
       if (kept === null) throw missing(name);
@@ -100,9 +99,9 @@ export class Destinations {
       case 'custom_header':
         if (auth.header_key === undefined) throw missing('header_key');
         if (RESERVED_HEADERS.has(auth.header_key.toLowerCase()) || auth.header_key.toLowerCase().startsWith('proxy-')) {
-          throw badRequest.body(
-            `Payload validation error: 'header_key ${auth.header_key} is set by the server itself and cannot carry the secret' ` +
-            'on property destination.configuration.webhook_authorization.',
+          throw badRequest.payload(
+            `header_key ${auth.header_key} is set by the server itself and cannot carry the secret`,
+            'destination.configuration.webhook_authorization',
           );
         }
         publicAuth = { method: 'custom_header', header_key: auth.header_key };
@@ -115,8 +114,8 @@ export class Destinations {
   /** https:// only, at public addresses or allow-listed ones (see EndpointGuard); anything in development mode. */
   private async checkEndpoint(endpoint: string): Promise<void> {
     const refuse = (reason: string) =>
-      badRequest.body(`Payload validation error: '${reason}' on property destination.configuration.webhook_endpoint (URL of the webhook).`);
-    const pattern = () => refuse(`String does not match pattern ^https://.*: ${endpoint}`);
+      badRequest.payload(reason, 'destination.configuration.webhook_endpoint', 'URL of the webhook');
+    const pattern = () => refuse(reasons.pattern('^https://.*', endpoint));
     let url: URL;
     try {
       url = new URL(endpoint);

@@ -85,8 +85,8 @@ export class UserService {
     const connection = await this.connections.byName(tenantId, input.connection);
     if (!connection) throw userErrors.inexistentConnection();
     if (!OWN_PROVIDER_ALIASES.has(connection.strategy)) throw userErrors.unsupportedStrategy(connection.strategy);
-    if (input.email === undefined) throw badRequest.body("Payload validation error: 'Missing required property: email'.");
-    if (input.password === undefined) throw badRequest.body("Payload validation error: 'Missing required property: password'.");
+    if (input.email === undefined) throw badRequest.missingProperty('email');
+    if (input.password === undefined) throw badRequest.missingProperty('password');
     if (isTooWeak(input.password)) throw userErrors.weakPassword();
 
     const { connection: connectionName, password, user_id: requestedId, verify_email: _verifyEmail, ...profile } = input;
