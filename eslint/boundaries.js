@@ -49,7 +49,7 @@ export default {
           }
           const target = path.relative(root, path.resolve(path.dirname(context.filename), specifier)).split(path.sep).join('/');
           const targetArea = areaOf(target);
-          if (targetArea?.startsWith('modules/') && isStore(target) && targetArea !== importerArea && importer !== COMPOSITION_ROOT) {
+          if (isStore(target) && targetArea !== importerArea && importer !== COMPOSITION_ROOT) {
             context.report({ node, messageId: 'foreignStore', data: { importer, target } });
           }
           if (targetArea === 'db' && !mayUseDatabase && !PUBLIC_DATABASE_FILES.has(target)) {
