@@ -13,7 +13,10 @@ export default tseslint.config(
     rules: {
       'tenantry/boundaries': 'error',
       // Unused parameters named with a leading underscore are part of a signature (handlers, callbacks).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
       // Non-null assertions document invariants the types cannot express; each is reviewed like code.
       '@typescript-eslint/no-non-null-assertion': 'off',
       // NUL and other control characters are matched on purpose: they are what the server refuses.

@@ -23,7 +23,21 @@ import { openDatabase, type Database } from '../src/db/database.ts';
 import type { DeliveriesTable, DeliveryAttemptsTable, EventsTable } from '../src/db/schema.ts';
 import { newId } from '../src/ids.ts';
 import { envelope, sourceFor } from '../src/modules/event-streams/envelope.ts';
-import { fmt, generatedUser, HOST, load, mean, readCpuMs, spawnChild, spawnServer, table, tempDir, TENANT_DOMAIN, verdict, type Child } from './lib.ts';
+import {
+  fmt,
+  generatedUser,
+  HOST,
+  load,
+  mean,
+  readCpuMs,
+  spawnChild,
+  spawnServer,
+  table,
+  tempDir,
+  TENANT_DOMAIN,
+  verdict,
+  type Child,
+} from './lib.ts';
 
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 20_000);
 const STREAMS = Number(process.env.BENCH_DELIVERY_STREAMS ?? 8);
@@ -64,7 +78,11 @@ interface Backend {
  * PostgreSQL database (undefined when no PostgreSQL server answers). Nodes start one after the
  * other, so only the first migrates and bootstraps.
  */
-async function startBackend(kind: 'sqlite' | 'postgres', nodeCount: number, env: Record<string, string> = {}): Promise<Backend | undefined> {
+async function startBackend(
+  kind: 'sqlite' | 'postgres',
+  nodeCount: number,
+  env: Record<string, string> = {},
+): Promise<Backend | undefined> {
   const work = tempDir(`deliveries-${kind}`);
   let databaseUrl = '';
   let drop = async () => {};
@@ -102,7 +120,12 @@ async function startBackend(kind: 'sqlite' | 'postgres', nodeCount: number, env:
   try {
     const dataDir = path.join(work.dir, 'data');
     // Every node of one deployment shares the key that seals the webhooks' secrets.
-    const shared = { DATABASE_URL: databaseUrl, ENCRYPTION_KEY: randomBytes(32).toString('hex'), DELIVERY_ALLOW_HTTP: 'true', ...env };
+    const shared = {
+      DATABASE_URL: databaseUrl,
+      ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+      DELIVERY_ALLOW_HTTP: 'true',
+      ...env,
+    };
     for (let i = 0; i < nodeCount; i++) nodes.push(await spawnServer(dataDir, shared));
     database = openDatabase({ dataDir, ...(databaseUrl ? { databaseUrl } : {}) });
     const name = `${kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, ${nodeCount} node${nodeCount > 1 ? 's' : ''}`;
@@ -132,10 +155,20 @@ async function startReceiver(record: boolean): Promise<Receiver> {
   });
 }
 
-async function api(node: Node, method: string, pathAndQuery: string, body?: unknown): Promise<{ status: number; body: any }> {
+async function api(
+  node: Node,
+  method: string,
+  pathAndQuery: string,
+  body?: unknown,
+  // The API's JSON bodies, read field by field where the benchmark needs them.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<{ status: number; body: any }> {
   const response = await fetch(`http://${HOST}:${node.port}${pathAndQuery}`, {
     method,
-    headers: { authorization: `Bearer ${node.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${node.token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await response.text();
@@ -151,10 +184,14 @@ async function createStreams(node: Node, receiverPort: number, count: number): P
       subscriptions: [{ event_type: 'user.created' }],
       destination: {
         type: 'webhook',
-        configuration: { webhook_endpoint: `http://${HOST}:${receiverPort}/hook/${i}`, webhook_authorization: { method: 'bearer', token: WEBHOOK_TOKEN } },
+        configuration: {
+          webhook_endpoint: `http://${HOST}:${receiverPort}/hook/${i}`,
+          webhook_authorization: { method: 'bearer', token: WEBHOOK_TOKEN },
+        },
       },
     });
-    if (created.status !== 201) throw new Error(`creating a stream failed: ${created.status} ${JSON.stringify(created.body)}`);
+    if (created.status !== 201)
+      throw new Error(`creating a stream failed: ${created.status} ${JSON.stringify(created.body)}`);
     ids.push(created.body.id as string);
   }
   return ids;
@@ -174,11 +211,21 @@ function fixtureEvent(at: string): EventsTable {
     user_id: `svc|${localId}`,
     nickname: `user${i}`,
     picture: `https://s.gravatar.com/avatar/${localId}?s=480&r=pg&d=https%3A%2F%2Fcdn.example%2Favatars%2Fgf.png`,
-    identities: [{ connection: 'Username-Password-Authentication', user_id: localId, provider: 'svc', isSocial: false }],
+    identities: [
+      { connection: 'Username-Password-Authentication', user_id: localId, provider: 'svc', isSocial: false },
+    ],
     created_at: at,
     updated_at: at,
   };
-  return { id: newId.event(), tenant_id: DEFAULT_TENANT_ID, type: 'user.created', time: at, source: sourceFor(TENANT_DOMAIN), data: JSON.stringify({ object: user }), purpose: null };
+  return {
+    id: newId.event(),
+    tenant_id: DEFAULT_TENANT_ID,
+    type: 'user.created',
+    time: at,
+    source: sourceFor(TENANT_DOMAIN),
+    data: JSON.stringify({ object: user }),
+    purpose: null,
+  };
 }
 
 const ROWS_PER_INSERT = 1000;
@@ -189,7 +236,10 @@ async function insertRows<T extends 'events' | 'deliveries' | 'delivery_attempts
   rows: Array<T extends 'events' ? EventsTable : T extends 'deliveries' ? DeliveriesTable : DeliveryAttemptsTable>,
 ): Promise<void> {
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-    await trx.insertInto(tableName).values(rows.slice(i, i + ROWS_PER_INSERT) as never).execute();
+    await trx
+      .insertInto(tableName)
+      .values(rows.slice(i, i + ROWS_PER_INSERT) as never)
+      .execute();
   }
 }
 
@@ -202,33 +252,68 @@ const FAILED_PER_TRANSACTION = 5000;
  * with their four attempt rows, as redelivery finds them) in transactions of FAILED_PER_TRANSACTION
  * events, so the writers of the running node (its mail worker…) are not kept waiting meanwhile.
  */
-async function insertOutbox(database: Database, streamIds: string[], events: number, status: 'pending' | 'failed'): Promise<void> {
+async function insertOutbox(
+  database: Database,
+  streamIds: string[],
+  events: number,
+  status: 'pending' | 'failed',
+): Promise<void> {
   const at = new Date().toISOString();
   const perTransaction = status === 'pending' ? events : FAILED_PER_TRANSACTION;
   for (let done = 0; done < events; done += perTransaction) {
     await database.db.transaction().execute(async (trx) => {
       for (let start = done; start < Math.min(events, done + perTransaction); start += ROWS_PER_INSERT) {
-        const batch = Array.from({ length: Math.min(ROWS_PER_INSERT, events - start, done + perTransaction - start) }, () => fixtureEvent(at));
+        const batch = Array.from(
+          { length: Math.min(ROWS_PER_INSERT, events - start, done + perTransaction - start) },
+          () => fixtureEvent(at),
+        );
         await insertRows(trx, 'events', batch);
-        const deliveries = batch.flatMap((event) => streamIds.map((streamId): DeliveriesTable => ({
-          stream_id: streamId, event_id: event.id, event_type: event.type, event_time: at, status,
-          attempt_count: status === 'failed' ? 4 : 0, attempt_seq: status === 'failed' ? 4 : 0,
-          next_attempt_at: at, claimed_until: null, updated_at: at,
-        })));
+        const deliveries = batch.flatMap((event) =>
+          streamIds.map((streamId): DeliveriesTable => ({
+            stream_id: streamId,
+            event_id: event.id,
+            event_type: event.type,
+            event_time: at,
+            status,
+            attempt_count: status === 'failed' ? 4 : 0,
+            attempt_seq: status === 'failed' ? 4 : 0,
+            next_attempt_at: at,
+            claimed_until: null,
+            updated_at: at,
+          })),
+        );
         await insertRows(trx, 'deliveries', deliveries);
         if (status === 'failed') {
-          await insertRows(trx, 'delivery_attempts', deliveries.flatMap((d) => [1, 2, 3, 4].map((seq): DeliveryAttemptsTable => ({
-            stream_id: d.stream_id, event_id: d.event_id, seq, status: 'failed', timestamp: at,
-            error_message: 'Unexpected status code 503 from POST http://127.0. ...', duration: 12.5,
-          }))));
+          await insertRows(
+            trx,
+            'delivery_attempts',
+            deliveries.flatMap((d) =>
+              [1, 2, 3, 4].map((seq): DeliveryAttemptsTable => ({
+                stream_id: d.stream_id,
+                event_id: d.event_id,
+                seq,
+                status: 'failed',
+                timestamp: at,
+                error_message: 'Unexpected status code 503 from POST http://127.0. ...',
+                duration: 12.5,
+              })),
+            ),
+          );
         }
       }
     });
   }
 }
 
-async function countBy(database: Database, tableName: 'deliveries' | 'delivery_attempts'): Promise<Record<string, number>> {
-  const rows = await database.db.selectFrom(tableName).select((eb) => ['status', eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
+async function countBy(
+  database: Database,
+  tableName: 'deliveries' | 'delivery_attempts',
+): Promise<Record<string, number>> {
+  const rows = await database.db
+    .selectFrom(tableName)
+    .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
+    .groupBy('status')
+    .execute();
   return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
 }
 
@@ -282,16 +367,26 @@ async function drain(backend: Backend, streamIds: string[], receiver: Receiver, 
     stats = await receiver.stats();
   }
   // Counting the pending rows reads only what is left of the backlog in the due index: cheap to poll.
-  const pending = async () => Number((await backend.database.db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('status', '=', 'pending').executeTakeFirstOrThrow()).n);
+  const pending = async () =>
+    Number(
+      (
+        await backend.database.db
+          .selectFrom('deliveries')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('status', '=', 'pending')
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   while ((await pending()) > 0 && wallClock() < deadline) await sleep(10);
   const doneAt = wallClock();
   const recorded = ((await countBy(backend.database, 'deliveries')).delivered ?? 0) - before;
   const nodeCpuMs = backend.nodes.reduce((sum, node, i) => sum + readCpuMs(node.pid) - cpuBefore[i]!, 0);
   const receiverCpuMs = readCpuMs(receiver.pid) - receiverCpuBefore;
   const seconds = (doneAt - stats.first) / 1000;
-  process.stdout.write(`    round ${round} ${backend.name}: ${fmt.int(recorded / seconds)} deliveries/s, ${fmt.int(recorded)} of ${fmt.int(deliveries)} recorded in ${seconds.toFixed(2)} s `
-    + `(${((doneAt - committedAt) / 1000).toFixed(2)} s from the commit), ${stats.count} received, ${stats.count - stats.distinct} duplicates, ${stats.connections} new connections\n`);
+  process.stdout.write(
+    `    round ${round} ${backend.name}: ${fmt.int(recorded / seconds)} deliveries/s, ${fmt.int(recorded)} of ${fmt.int(deliveries)} recorded in ${seconds.toFixed(2)} s ` +
+      `(${((doneAt - committedAt) / 1000).toFixed(2)} s from the commit), ${stats.count} received, ${stats.count - stats.distinct} duplicates, ${stats.connections} new connections\n`,
+  );
   return {
     round,
     variant: `worker, ${backend.name}`,
@@ -306,8 +401,21 @@ async function drain(backend: Backend, streamIds: string[], receiver: Receiver, 
 }
 
 async function baselineRun(receiver: Receiver, body: string, round: number): Promise<ThroughputRun> {
-  const headers = { 'content-type': 'application/json', 'user-agent': 'tenantry-event-streams/1', authorization: `Bearer ${WEBHOOK_TOKEN}` };
-  const options = { port: receiver.port, path: '/hook/0', method: 'POST' as const, headers, body, connections: CONCURRENCY, warmupSeconds: 0, maxRequests: 1_000_000 };
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'tenantry-event-streams/1',
+    authorization: `Bearer ${WEBHOOK_TOKEN}`,
+  };
+  const options = {
+    port: receiver.port,
+    path: '/hook/0',
+    method: 'POST' as const,
+    headers,
+    body,
+    connections: CONCURRENCY,
+    warmupSeconds: 0,
+    maxRequests: 1_000_000,
+  };
   await load({ ...options, durationSeconds: 2 });
   await receiver.reset();
   const cpuBefore = readCpuMs(receiver.pid);
@@ -327,7 +435,11 @@ async function baselineRun(receiver: Receiver, body: string, round: number): Pro
   };
 }
 
-async function throughputOn(kind: 'sqlite' | 'postgres', nodeCount: number, receiver: Receiver): Promise<{ name: string; runs: ThroughputRun[] } | undefined> {
+async function throughputOn(
+  kind: 'sqlite' | 'postgres',
+  nodeCount: number,
+  receiver: Receiver,
+): Promise<{ name: string; runs: ThroughputRun[] } | undefined> {
   const backend = await startBackend(kind, nodeCount);
   if (!backend) return undefined;
   try {
@@ -341,7 +453,9 @@ async function throughputOn(kind: 'sqlite' | 'postgres', nodeCount: number, rece
     }
     const deliveries = await countBy(backend.database, 'deliveries');
     const attempts = await countBy(backend.database, 'delivery_attempts');
-    process.stdout.write(`    ${backend.name}: deliveries by status ${JSON.stringify(deliveries)}, attempt rows by status ${JSON.stringify(attempts)}\n`);
+    process.stdout.write(
+      `    ${backend.name}: deliveries by status ${JSON.stringify(deliveries)}, attempt rows by status ${JSON.stringify(attempts)}\n`,
+    );
     return { name: backend.name, runs };
   } finally {
     await backend.close();
@@ -351,27 +465,62 @@ async function throughputOn(kind: 'sqlite' | 'postgres', nodeCount: number, rece
 export async function throughput(): Promise<void> {
   const receiver = await startReceiver(false);
   try {
-    for (const [kind, nodeCount, aim] of [['sqlite', 1, 2000], ['postgres', 2, undefined]] as const) {
+    for (const [kind, nodeCount, aim] of [
+      ['sqlite', 1, 2000],
+      ['postgres', 2, undefined],
+    ] as const) {
       const result = await throughputOn(kind, nodeCount, receiver);
       if (!result) continue;
       const means = [...new Set(result.runs.map((r) => r.variant))].map((variant): ThroughputRun => {
         const of = result.runs.filter((r) => r.variant === variant);
         const avg = (key: keyof ThroughputRun) => mean(of.map((r) => r[key] as number));
         return {
-          round: 0, variant, perSecond: avg('perSecond'), count: avg('count'), seconds: avg('seconds'), nodeCpuUs: avg('nodeCpuUs'),
-          receiverCpuUs: avg('receiverCpuUs'), duplicates: avg('duplicates'), errors: avg('errors'),
+          round: 0,
+          variant,
+          perSecond: avg('perSecond'),
+          count: avg('count'),
+          seconds: avg('seconds'),
+          nodeCpuUs: avg('nodeCpuUs'),
+          receiverCpuUs: avg('receiverCpuUs'),
+          duplicates: avg('duplicates'),
+          errors: avg('errors'),
         };
       });
       const us = (n: number) => (Number.isFinite(n) ? fmt.int(n) : '—');
-      table(`delivery-throughput — ${result.name}, ${fmt.int(result.runs[1]!.count)} deliveries over ${STREAMS} streams per round`,
-        ['round', 'variant', 'per second', 'requests / deliveries', 'seconds', 'node CPU µs/delivery', 'receiver CPU µs/request', 'duplicates', 'errors / unrecorded'],
+      table(
+        `delivery-throughput — ${result.name}, ${fmt.int(result.runs[1]!.count)} deliveries over ${STREAMS} streams per round`,
+        [
+          'round',
+          'variant',
+          'per second',
+          'requests / deliveries',
+          'seconds',
+          'node CPU µs/delivery',
+          'receiver CPU µs/request',
+          'duplicates',
+          'errors / unrecorded',
+        ],
         [...result.runs, ...means].map((r) => [
-          r.round === 0 ? '**mean**' : `round ${r.round}`, r.variant, fmt.int(r.perSecond), fmt.int(r.count), r.seconds.toFixed(2),
-          us(r.nodeCpuUs), us(r.receiverCpuUs), r.duplicates, r.errors,
-        ]));
+          r.round === 0 ? '**mean**' : `round ${r.round}`,
+          r.variant,
+          fmt.int(r.perSecond),
+          fmt.int(r.count),
+          r.seconds.toFixed(2),
+          us(r.nodeCpuUs),
+          us(r.receiverCpuUs),
+          r.duplicates,
+          r.errors,
+        ]),
+      );
       const [baseline, worker] = means as [ThroughputRun, ThroughputRun];
-      process.stdout.write(`\n  ratio worker/receiver (mean per second): ${fmt.ratio(worker.perSecond / baseline.perSecond)}`);
-      process.stdout.write(aim ? ` — target ≥ ${fmt.int(aim)} deliveries/s: ${verdict(worker.perSecond >= aim)} (${fmt.int(worker.perSecond)}/s)\n` : '\n');
+      process.stdout.write(
+        `\n  ratio worker/receiver (mean per second): ${fmt.ratio(worker.perSecond / baseline.perSecond)}`,
+      );
+      process.stdout.write(
+        aim
+          ? ` — target ≥ ${fmt.int(aim)} deliveries/s: ${verdict(worker.perSecond >= aim)} (${fmt.int(worker.perSecond)}/s)\n`
+          : '\n',
+      );
     }
   } finally {
     await receiver.stop();
@@ -399,9 +548,15 @@ interface LatencyFigures {
 async function latencyOn(backend: Backend, receiver: Receiver, label: string): Promise<LatencyFigures> {
   await createStreams(backend.nodes[0]!, receiver.port, 1);
   const createUser = (node: Node, email: string) =>
-    api(node, 'POST', '/api/v2/users', { connection: 'Username-Password-Authentication', email, password: 'correct horse battery staple', verify_email: false });
+    api(node, 'POST', '/api/v2/users', {
+      connection: 'Username-Password-Authentication',
+      email,
+      password: 'correct horse battery staple',
+      verify_email: false,
+    });
   // Warm-up: the first users pay for JIT and connection set-up on every side.
-  for (let i = 0; i < 5; i++) await createUser(backend.nodes[i % backend.nodes.length]!, `warm-${label}-${i}@bench.example`);
+  for (let i = 0; i < 5; i++)
+    await createUser(backend.nodes[i % backend.nodes.length]!, `warm-${label}-${i}@bench.example`);
   await waitForCount(receiver, 5, wallClock() + 30_000);
   await receiver.reset();
 
@@ -417,10 +572,12 @@ async function latencyOn(backend: Backend, receiver: Receiver, label: string): P
     const email = `latency-${label}-${i}@bench.example`;
     const entry: { at: number; created?: number; status?: number } = { at: wallClock() };
     sent.set(email, entry);
-    requests.push(createUser(backend.nodes[i % backend.nodes.length]!, email).then((r) => {
-      entry.created = wallClock();
-      entry.status = r.status;
-    }));
+    requests.push(
+      createUser(backend.nodes[i % backend.nodes.length]!, email).then((r) => {
+        entry.created = wallClock();
+        entry.status = r.status;
+      }),
+    );
   }
   await Promise.all(requests);
   const created = [...sent].filter(([, s]) => s.status === 201).map(([email]) => email);
@@ -431,7 +588,14 @@ async function latencyOn(backend: Backend, receiver: Receiver, label: string): P
     await sleep(50);
     received = await receiver.received();
   }
-  const figures: LatencyFigures = { created: [], endToEnd: [], afterCommit: [], lost: 0, duplicates: 0, failed: count - created.length };
+  const figures: LatencyFigures = {
+    created: [],
+    endToEnd: [],
+    afterCommit: [],
+    lost: 0,
+    duplicates: 0,
+    failed: count - created.length,
+  };
   for (const entry of sent.values()) if (entry.created !== undefined) figures.created.push(entry.created - entry.at);
   const seen = new Set<string>();
   for (const r of received) {
@@ -456,7 +620,10 @@ async function waitForCount(receiver: Receiver, count: number, deadline: number)
 export async function latency(): Promise<void> {
   const receiver = await startReceiver(true);
   try {
-    for (const [kind, nodeCount] of [['sqlite', 1], ['postgres', 2]] as const) {
+    for (const [kind, nodeCount] of [
+      ['sqlite', 1],
+      ['postgres', 2],
+    ] as const) {
       const backend = await startBackend(kind, nodeCount);
       if (!backend) continue;
       let figures: LatencyFigures;
@@ -465,21 +632,31 @@ export async function latency(): Promise<void> {
       } finally {
         await backend.close();
       }
-      const row = (name: string, values: number[]) => [name, fmt.int(values.length), ms1(percentile(values, 0.5)), ms1(percentile(values, 0.99)), ms1(Math.max(...values))];
-      table(`delivery-latency — ${backend.name}, ${LATENCY_RATE} users/s for ${LATENCY_SECONDS} s, one stream`,
+      const row = (name: string, values: number[]) => [
+        name,
+        fmt.int(values.length),
+        ms1(percentile(values, 0.5)),
+        ms1(percentile(values, 0.99)),
+        ms1(Math.max(...values)),
+      ];
+      table(
+        `delivery-latency — ${backend.name}, ${LATENCY_RATE} users/s for ${LATENCY_SECONDS} s, one stream`,
         ['measure', 'samples', 'p50', 'p99', 'max'],
         [
           row('baseline: POST /api/v2/users sent → 201 received', figures.created),
           row('POST sent → event received (end to end)', figures.endToEnd),
           row('event time (in the commit) → event received', figures.afterCommit),
-        ]);
+        ],
+      );
       const p99 = percentile(figures.endToEnd, 0.99);
-      process.stdout.write([
-        '',
-        `  ratio end-to-end/creation (p50): ${fmt.ratio(percentile(figures.endToEnd, 0.5) / percentile(figures.created, 0.5))}; users not created: ${figures.failed}; events not received: ${figures.lost}; received twice: ${figures.duplicates}`,
-        `  end-to-end p99 ${ms1(p99)} — target < 250 ms: ${verdict(p99 < 250 && figures.lost === 0)}`,
-        '',
-      ].join('\n'));
+      process.stdout.write(
+        [
+          '',
+          `  ratio end-to-end/creation (p50): ${fmt.ratio(percentile(figures.endToEnd, 0.5) / percentile(figures.created, 0.5))}; users not created: ${figures.failed}; events not received: ${figures.lost}; received twice: ${figures.duplicates}`,
+          `  end-to-end p99 ${ms1(p99)} — target < 250 ms: ${verdict(p99 < 250 && figures.lost === 0)}`,
+          '',
+        ].join('\n'),
+      );
     }
   } finally {
     await receiver.stop();
@@ -499,29 +676,49 @@ export async function redelivery(): Promise<void> {
       const [streamId] = await createStreams(node, 9, 1);
       const fixtureStart = wallClock();
       await insertOutbox(backend.database, [streamId!], REDELIVER, 'failed');
-      process.stdout.write(`    ${backend.name}: ${fmt.int(REDELIVER)} failed deliveries (4 attempt rows each) inserted in ${fmt.s(wallClock() - fixtureStart)}\n`);
+      process.stdout.write(
+        `    ${backend.name}: ${fmt.int(REDELIVER)} failed deliveries (4 attempt rows each) inserted in ${fmt.s(wallClock() - fixtureStart)}\n`,
+      );
       const rows: Array<Array<string | number>> = [];
       const times: { redeliver: number[]; update: number[] } = { redeliver: [], update: [] };
       for (let round = 1; round <= ROUNDS; round++) {
         const started = wallClock();
         const response = await api(node, 'POST', `/api/v2/event-streams/${streamId}/redeliver`, {});
         const ms = wallClock() - started;
-        if (response.status !== 202) throw new Error(`redeliver answered ${response.status} ${JSON.stringify(response.body)}`);
+        if (response.status !== 202)
+          throw new Error(`redeliver answered ${response.status} ${JSON.stringify(response.body)}`);
         const queued = (await countBy(backend.database, 'deliveries')).pending ?? 0;
         const retrying = (await countBy(backend.database, 'delivery_attempts')).retrying ?? 0;
-        if (queued !== REDELIVER || retrying !== round * REDELIVER) throw new Error(`after redeliver: ${queued} pending, ${retrying} retrying attempts`);
+        if (queued !== REDELIVER || retrying !== round * REDELIVER)
+          throw new Error(`after redeliver: ${queued} pending, ${retrying} retrying attempts`);
         times.redeliver.push(ms);
         rows.push([`round ${round}`, 'POST …/redeliver {} → 202', fmt.int(queued), ms1(ms)]);
         // The baseline, which also sets the rows back to failed for the next round.
         const updateStart = wallClock();
-        await backend.database.db.updateTable('deliveries').set({ status: 'failed' }).where('stream_id', '=', streamId!).where('status', '=', 'pending').execute();
+        await backend.database.db
+          .updateTable('deliveries')
+          .set({ status: 'failed' })
+          .where('stream_id', '=', streamId!)
+          .where('status', '=', 'pending')
+          .execute();
         const updateMs = wallClock() - updateStart;
         times.update.push(updateMs);
-        rows.push([`round ${round}`, 'baseline: one UPDATE of the rows back to failed', fmt.int(REDELIVER), ms1(updateMs)]);
+        rows.push([
+          `round ${round}`,
+          'baseline: one UPDATE of the rows back to failed',
+          fmt.int(REDELIVER),
+          ms1(updateMs),
+        ]);
         process.stdout.write(`    round ${round}: redeliver ${ms1(ms)}, baseline UPDATE ${ms1(updateMs)}\n`);
       }
-      table(`redelivery — ${backend.name}, ${fmt.int(REDELIVER)} failed deliveries of one stream`, ['round', 'variant', 'deliveries', 'time'], rows);
-      process.stdout.write(`\n  ratio redeliver/UPDATE (mean time): ${fmt.ratio(mean(times.redeliver) / mean(times.update))}; mean redeliver ${ms1(mean(times.redeliver))}\n`);
+      table(
+        `redelivery — ${backend.name}, ${fmt.int(REDELIVER)} failed deliveries of one stream`,
+        ['round', 'variant', 'deliveries', 'time'],
+        rows,
+      );
+      process.stdout.write(
+        `\n  ratio redeliver/UPDATE (mean time): ${fmt.ratio(mean(times.redeliver) / mean(times.update))}; mean redeliver ${ms1(mean(times.redeliver))}\n`,
+      );
     } finally {
       await backend.close();
     }

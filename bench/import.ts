@@ -7,7 +7,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { once } from 'node:events';
-import { BENCH_DIR, fmt, generatedUser, runChild, runCommand, serverEnv, table, tempDir, verdict, type BenchContext, type SeedFigures } from './lib.ts';
+import {
+  BENCH_DIR,
+  fmt,
+  generatedUser,
+  runChild,
+  runCommand,
+  serverEnv,
+  table,
+  tempDir,
+  verdict,
+  type BenchContext,
+  type SeedFigures,
+} from './lib.ts';
 
 export const USERS = Number(process.env.BENCH_IMPORT_USERS ?? 1_000_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 5000);
@@ -52,25 +64,49 @@ export async function run(context: BenchContext): Promise<void> {
 
     const env = serverEnv(dataDir);
     const parse = await runChild('seed.ts', ['parse', file, String(BATCH)], env);
-    const stored = fs.existsSync(CLI_IMPORT) ? await cliImport(file, env) : await runChild('seed.ts', ['import', file, String(BATCH)], env);
-    const how = fs.existsSync(CLI_IMPORT) ? `tenantry users import --batch ${BATCH}` : `insertMany, batches of ${BATCH}`;
-    const dbBytes = fs.readdirSync(dataDir).filter((f) => f.startsWith('tenantry.sqlite'))
+    const stored = fs.existsSync(CLI_IMPORT)
+      ? await cliImport(file, env)
+      : await runChild('seed.ts', ['import', file, String(BATCH)], env);
+    const how = fs.existsSync(CLI_IMPORT)
+      ? `tenantry users import --batch ${BATCH}`
+      : `insertMany, batches of ${BATCH}`;
+    const dbBytes = fs
+      .readdirSync(dataDir)
+      .filter((f) => f.startsWith('tenantry.sqlite'))
       .reduce((sum, f) => sum + fs.statSync(path.join(dataDir, f)).size, 0);
 
     const row = (name: string, r: SeedFigures) => [
-      name, fmt.int(r.users), fmt.s(r.ms), fmt.int(r.usersPerSec), fmt.mb(r.rss),
+      name,
+      fmt.int(r.users),
+      fmt.s(r.ms),
+      fmt.int(r.usersPerSec),
+      fmt.mb(r.rss),
     ];
-    table(`import — ${fmt.int(USERS)} users, NDJSON ${fmt.mb(bytes)}, ${how}, SQLite`,
+    table(
+      `import — ${fmt.int(USERS)} users, NDJSON ${fmt.mb(bytes)}, ${how}, SQLite`,
       ['variant', 'users', 'time', 'users/s', 'child RSS (peak for the CLI, at end otherwise)'],
       [
         row('baseline: read + JSON.parse', parse),
         row(`import: ${how}`, stored),
         // The CLI's own timing leaves out its start-up (tsx, opening the database).
-        ...(stored.ownMs ? [row('  (the same, as the CLI times itself)', { ...stored, ms: stored.ownMs, usersPerSec: (stored.users / stored.ownMs) * 1000 })] : []),
-      ]);
+        ...(stored.ownMs
+          ? [
+              row('  (the same, as the CLI times itself)', {
+                ...stored,
+                ms: stored.ownMs,
+                usersPerSec: (stored.users / stored.ownMs) * 1000,
+              }),
+            ]
+          : []),
+      ],
+    );
     const ratio = stored.usersPerSec / parse.usersPerSec;
-    process.stdout.write(`\n  ratio import/baseline (users/s): ${fmt.ratio(ratio)}; database on disk ${fmt.mb(dbBytes)}\n`);
-    process.stdout.write(`  target 1,000,000 users in < 60 s: ${verdict(stored.ms < 60_000 * (USERS / 1_000_000))} (${fmt.s(stored.ms)} wall)\n`);
+    process.stdout.write(
+      `\n  ratio import/baseline (users/s): ${fmt.ratio(ratio)}; database on disk ${fmt.mb(dbBytes)}\n`,
+    );
+    process.stdout.write(
+      `  target 1,000,000 users in < 60 s: ${verdict(stored.ms < 60_000 * (USERS / 1_000_000))} (${fmt.s(stored.ms)} wall)\n`,
+    );
     // The next benchmark (users-by-email) can serve this database instead of seeding its own.
     if (context.keepSeeded && stored.users === USERS) {
       context.seeded = { dataDir, users: USERS, remove: work.remove };

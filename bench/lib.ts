@@ -65,7 +65,12 @@ export interface Child {
  * Runs `bench/<script>` with tsx in its own Node process and waits for the line `READY {json}`.
  * A child that exits first, or takes longer than `timeoutMs`, is an error.
  */
-export function spawnChild(script: string, args: string[], env: Record<string, string> = {}, timeoutMs = 600_000): Promise<Child> {
+export function spawnChild(
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 600_000,
+): Promise<Child> {
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(BENCH_DIR, script), ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -103,16 +108,27 @@ export function spawnChild(script: string, args: string[], env: Record<string, s
 }
 
 /** Runs a child to completion and returns its `READY` JSON (the seeder reports its figures that way). */
-export async function runChild(script: string, args: string[], env: Record<string, string> = {}, timeoutMs = 600_000): Promise<SeedFigures> {
+export async function runChild(
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 600_000,
+): Promise<SeedFigures> {
   const child = await spawnChild(script, args, env, timeoutMs);
   await child.stop();
   return child.ready as unknown as SeedFigures;
 }
 
 /** Runs a command to completion; its stdout, and the wall time from spawn to exit. */
-export function runCommand(args: string[], env: Record<string, string>): Promise<{ stdout: string; ms: number; rss: number }> {
+export function runCommand(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ stdout: string; ms: number; rss: number }> {
   const started = performance.now();
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let stdout = '';
   let rss = 0;
   // Sampled while it runs: the peak resident set size is reported.
@@ -248,7 +264,10 @@ export async function spawnBare(response: RecordedResponse, dir: string): Promis
  * Starts bench/server.ts on an existing (or new) DATA_DIR and returns it with its admin token;
  * `env` adds to or overrides serverEnv (DATABASE_URL for PostgreSQL, DELIVERY_* settings…).
  */
-export async function spawnServer(dataDir: string, env: Record<string, string> = {}): Promise<Child & { port: number; token: string }> {
+export async function spawnServer(
+  dataDir: string,
+  env: Record<string, string> = {},
+): Promise<Child & { port: number; token: string }> {
   const child = await spawnChild('server.ts', [], { ...serverEnv(dataDir), ...env });
   return Object.assign(child, { port: child.ready.port as number, token: child.ready.token as string });
 }
@@ -277,7 +296,9 @@ export async function interleave(
     for (const { name, child } of variants) {
       const figures = await load({ ...options, port: child.port });
       results.push({ variant: name, round, ...figures });
-      process.stdout.write(`    round ${round} ${name}: ${fmt.int(figures.reqPerSec)} req/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms\n`);
+      process.stdout.write(
+        `    round ${round} ${name}: ${fmt.int(figures.reqPerSec)} req/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms\n`,
+      );
     }
   }
   return results;
@@ -309,7 +330,14 @@ export function table(title: string, header: string[], rows: Array<Array<string 
 /** Rows of an interleaved comparison: every round, the means, and the ratio of the means. */
 export function comparisonRows(results: RoundFigures[], baseline: string, measured: string, unit = 'req/s') {
   const rows: Array<Array<string | number>> = results.map((r) => [
-    `round ${r.round}`, r.variant, fmt.int(r.reqPerSec), fmt.ms(r.p50), fmt.ms(r.p99), fmt.int(r.requests), r.non2xx, r.errors,
+    `round ${r.round}`,
+    r.variant,
+    fmt.int(r.reqPerSec),
+    fmt.ms(r.p50),
+    fmt.ms(r.p99),
+    fmt.int(r.requests),
+    r.non2xx,
+    r.errors,
   ]);
   const of = (variant: string) => results.filter((r) => r.variant === variant);
   const base = mean(of(baseline).map((r) => r.reqPerSec));
@@ -317,8 +345,14 @@ export function comparisonRows(results: RoundFigures[], baseline: string, measur
   for (const variant of [baseline, measured]) {
     const rs = of(variant);
     rows.push([
-      '**mean**', variant, fmt.int(mean(rs.map((r) => r.reqPerSec))), fmt.ms(mean(rs.map((r) => r.p50))), fmt.ms(mean(rs.map((r) => r.p99))),
-      fmt.int(mean(rs.map((r) => r.requests))), mean(rs.map((r) => r.non2xx)), mean(rs.map((r) => r.errors)),
+      '**mean**',
+      variant,
+      fmt.int(mean(rs.map((r) => r.reqPerSec))),
+      fmt.ms(mean(rs.map((r) => r.p50))),
+      fmt.ms(mean(rs.map((r) => r.p99))),
+      fmt.int(mean(rs.map((r) => r.requests))),
+      mean(rs.map((r) => r.non2xx)),
+      mean(rs.map((r) => r.errors)),
     ]);
   }
   return {

@@ -47,7 +47,11 @@ const server = http.createServer((request, response) => {
     const start = body.indexOf('"id":"') + 6;
     ids.add(`${request.url} ${body.toString('latin1', start, body.indexOf('"', start))}`);
     if (recording) {
-      const event = JSON.parse(body.toString('utf8')) as { id: string; time: string; data?: { object?: { email?: string } } };
+      const event = JSON.parse(body.toString('utf8')) as {
+        id: string;
+        time: string;
+        data?: { object?: { email?: string } };
+      };
       received.push({ id: event.id, eventTime: Date.parse(event.time), email: event.data?.object?.email, at });
     }
     response.writeHead(204);

@@ -28,21 +28,33 @@ const names = Object.keys(benchmarks).filter((name) => requested.length === 0 ||
 const context: BenchContext = { keepSeeded: names.includes('import') && names.includes('users-by-email') };
 
 const cpus = os.cpus();
-process.stdout.write(`Tenantry benchmarks — ${new Date().toISOString()}, Node ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? 'cpu'}, ${os.platform()} ${os.release()}\n`);
+process.stdout.write(
+  `Tenantry benchmarks — ${new Date().toISOString()}, Node ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? 'cpu'}, ${os.platform()} ${os.release()}\n`,
+);
 const started = performance.now();
 let failed = false;
 for (const name of names) {
   process.stdout.write(`\n## ${name}\n`);
   const at = performance.now();
   // Other work on the machine skews every figure: the load average is printed before and after.
-  process.stdout.write(`  load average before: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+  process.stdout.write(
+    `  load average before: ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}\n`,
+  );
   try {
     await benchmarks[name]!(context);
   } catch (error) {
     failed = true;
     process.stdout.write(`  FAILED: ${error instanceof Error ? error.stack : String(error)}\n`);
   }
-  process.stdout.write(`  load average after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+  process.stdout.write(
+    `  load average after: ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}\n`,
+  );
   process.stdout.write(`  (${name} took ${((performance.now() - at) / 1000).toFixed(0)} s)\n`);
 }
 context.seeded?.remove();

@@ -52,7 +52,10 @@ if (mode === 'generate') {
   }
 } else if (mode === 'import' || mode === 'parse') {
   let batch: ImportedUser[] = [];
-  const lines = readline.createInterface({ input: fs.createReadStream(source!, { highWaterMark: 1 << 20 }), crlfDelay: Infinity });
+  const lines = readline.createInterface({
+    input: fs.createReadStream(source!, { highWaterMark: 1 << 20 }),
+    crlfDelay: Infinity,
+  });
   for await (const line of lines) {
     if (line === '') continue;
     batch.push(JSON.parse(line) as ImportedUser);
@@ -74,4 +77,6 @@ if (mode === 'generate') {
 const ms = performance.now() - started;
 const rss = process.memoryUsage().rss;
 await services?.close();
-process.stdout.write(`READY ${JSON.stringify({ users: count, ms, usersPerSec: (count / ms) * 1000, rss, batchSize })}\n`);
+process.stdout.write(
+  `READY ${JSON.stringify({ users: count, ms, usersPerSec: (count / ms) * 1000, rss, batchSize })}\n`,
+);

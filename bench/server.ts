@@ -21,7 +21,12 @@ const response = await app.inject({
   method: 'POST',
   url: '/oauth/token',
   headers: { host: TENANT_DOMAIN, 'content-type': 'application/x-www-form-urlencoded' },
-  payload: new URLSearchParams({ grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience: AUDIENCE }).toString(),
+  payload: new URLSearchParams({
+    grant_type: 'client_credentials',
+    client_id: ADMIN_ID,
+    client_secret: ADMIN_SECRET,
+    audience: AUDIENCE,
+  }).toString(),
 });
 if (response.statusCode !== 200) throw new Error(`token request failed: ${response.statusCode} ${response.body}`);
 const token = (response.json() as { access_token: string }).access_token;
@@ -30,6 +35,9 @@ let stopping = false;
 process.on('SIGTERM', () => {
   if (stopping) return;
   stopping = true;
-  void app.close().then(() => services.close()).then(() => process.exit(0));
+  void app
+    .close()
+    .then(() => services.close())
+    .then(() => process.exit(0));
 });
 process.stdout.write(`READY ${JSON.stringify({ port, token, rss: process.memoryUsage().rss })}\n`);

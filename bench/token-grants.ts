@@ -4,7 +4,18 @@
  */
 import path from 'node:path';
 import {
-  ADMIN_ID, ADMIN_SECRET, AUDIENCE, comparisonRows, fmt, interleave, record, spawnBare, spawnServer, table, tempDir, verdict,
+  ADMIN_ID,
+  ADMIN_SECRET,
+  AUDIENCE,
+  comparisonRows,
+  fmt,
+  interleave,
+  record,
+  spawnBare,
+  spawnServer,
+  table,
+  tempDir,
+  verdict,
 } from './lib.ts';
 
 export async function run(): Promise<void> {
@@ -12,26 +23,49 @@ export async function run(): Promise<void> {
   const server = await spawnServer(path.join(work.dir, 'data'));
   let bare: Awaited<ReturnType<typeof spawnBare>> | undefined;
   try {
-    const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience: AUDIENCE }).toString();
+    const body = new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: ADMIN_ID,
+      client_secret: ADMIN_SECRET,
+      audience: AUDIENCE,
+    }).toString();
     const headers = { 'content-type': 'application/x-www-form-urlencoded' };
     const recorded = await record(server.port, '/oauth/token', { method: 'POST', headers, body });
     if (recorded.status !== 200) throw new Error(`token request failed: ${recorded.status}`);
     bare = await spawnBare(recorded, work.dir);
     const results = await interleave(
-      [{ name: 'bare node:http', child: Object.assign(bare, { port: bare.ready.port as number }) }, { name: 'tenantry', child: server }],
+      [
+        { name: 'bare node:http', child: Object.assign(bare, { port: bare.ready.port as number }) },
+        { name: 'tenantry', child: server },
+      ],
       2,
-      { path: '/oauth/token', method: 'POST', headers, body, connections: 20, durationSeconds: 10, warmupSeconds: 2, maxRequests: 1_000_000 },
+      {
+        path: '/oauth/token',
+        method: 'POST',
+        headers,
+        body,
+        connections: 20,
+        durationSeconds: 10,
+        warmupSeconds: 2,
+        maxRequests: 1_000_000,
+      },
     );
     const rss = server.rss();
     const { header, rows, ratio, measured } = comparisonRows(results, 'bare node:http', 'tenantry', 'grants/s');
-    table('token-grants — POST /oauth/token, client_credentials, form body, 20 connections, 10 s per run after 2 s warm-up', header, rows);
-    process.stdout.write([
-      '',
-      `  ratio tenantry/bare (mean grants/s): ${fmt.ratio(ratio)}`,
-      `  tenantry grants/s (mean): ${fmt.int(measured.reqPerSec)} — target ≥ 1,000/s: ${verdict(measured.reqPerSec >= 1000)}`,
-      `  server RSS after the run: ${fmt.mb(rss)}`,
-      '',
-    ].join('\n'));
+    table(
+      'token-grants — POST /oauth/token, client_credentials, form body, 20 connections, 10 s per run after 2 s warm-up',
+      header,
+      rows,
+    );
+    process.stdout.write(
+      [
+        '',
+        `  ratio tenantry/bare (mean grants/s): ${fmt.ratio(ratio)}`,
+        `  tenantry grants/s (mean): ${fmt.int(measured.reqPerSec)} — target ≥ 1,000/s: ${verdict(measured.reqPerSec >= 1000)}`,
+        `  server RSS after the run: ${fmt.mb(rss)}`,
+        '',
+      ].join('\n'),
+    );
   } finally {
     await bare?.stop();
     await server.stop();

@@ -5,7 +5,17 @@
  */
 import path from 'node:path';
 import {
-  comparisonRows, fmt, interleave, record, runChild, serverEnv, spawnBare, spawnServer, table, tempDir, verdict,
+  comparisonRows,
+  fmt,
+  interleave,
+  record,
+  runChild,
+  serverEnv,
+  spawnBare,
+  spawnServer,
+  table,
+  tempDir,
+  verdict,
   type BenchContext,
 } from './lib.ts';
 
@@ -25,7 +35,9 @@ export async function run(context: BenchContext): Promise<void> {
     remove = work.remove;
     process.stdout.write(`  seeding ${fmt.int(USERS)} users through insertMany (batches of ${BATCH})\n`);
     const seeded = await runChild('seed.ts', ['generate', String(USERS), String(BATCH)], serverEnv(dataDir));
-    process.stdout.write(`  seeded ${fmt.int(seeded.users)} users in ${fmt.s(seeded.ms)}: ${fmt.int(seeded.usersPerSec)} users/s\n`);
+    process.stdout.write(
+      `  seeded ${fmt.int(seeded.users)} users in ${fmt.s(seeded.ms)}: ${fmt.int(seeded.usersPerSec)} users/s\n`,
+    );
   }
 
   const server = await spawnServer(dataDir);
@@ -39,24 +51,31 @@ export async function run(context: BenchContext): Promise<void> {
     if (recorded.status !== 200 || body.length !== 1 || body[0]?.email !== email) {
       throw new Error(`unexpected answer to ${url}: ${recorded.status} ${JSON.stringify(body).slice(0, 200)}`);
     }
-    process.stdout.write(`  response: ${recorded.status}, ${Buffer.from(recorded.bodyBase64, 'base64').length} bytes, headers ${Object.keys(recorded.headers).join(', ')}\n`);
+    process.stdout.write(
+      `  response: ${recorded.status}, ${Buffer.from(recorded.bodyBase64, 'base64').length} bytes, headers ${Object.keys(recorded.headers).join(', ')}\n`,
+    );
     const rssBefore = server.rss();
     bare = await spawnBare(recorded, dataDir);
     const results = await interleave(
-      [{ name: 'bare node:http', child: Object.assign(bare, { port: bare.ready.port as number }) }, { name: 'tenantry', child: server }],
+      [
+        { name: 'bare node:http', child: Object.assign(bare, { port: bare.ready.port as number }) },
+        { name: 'tenantry', child: server },
+      ],
       2,
       { path: url, headers, connections: 50, durationSeconds: 10, warmupSeconds: 2, maxRequests: 2_000_000 },
     );
     const rssAfter = server.rss();
     const { header, rows, ratio, measured } = comparisonRows(results, 'bare node:http', 'tenantry');
     table(`users-by-email — ${fmt.int(USERS)} users, 50 connections, 10 s per run after 2 s warm-up`, header, rows);
-    process.stdout.write([
-      '',
-      `  ratio tenantry/bare (mean req/s): ${fmt.ratio(ratio)} — target ≥ 0.50: ${verdict(ratio >= 0.5)}`,
-      `  tenantry p99 (mean of rounds): ${fmt.ms(measured.p99)} — target < 10 ms: ${verdict(measured.p99 < 10)}`,
-      `  server RSS: ${fmt.mb(rssBefore)} before load, ${fmt.mb(rssAfter)} after — target < 300 MB: ${verdict(rssAfter < 300 * 1024 * 1024)}`,
-      '',
-    ].join('\n'));
+    process.stdout.write(
+      [
+        '',
+        `  ratio tenantry/bare (mean req/s): ${fmt.ratio(ratio)} — target ≥ 0.50: ${verdict(ratio >= 0.5)}`,
+        `  tenantry p99 (mean of rounds): ${fmt.ms(measured.p99)} — target < 10 ms: ${verdict(measured.p99 < 10)}`,
+        `  server RSS: ${fmt.mb(rssBefore)} before load, ${fmt.mb(rssAfter)} after — target < 300 MB: ${verdict(rssAfter < 300 * 1024 * 1024)}`,
+        '',
+      ].join('\n'),
+    );
   } finally {
     await bare?.stop();
     await server.stop();

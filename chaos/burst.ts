@@ -41,7 +41,11 @@ async function post(server: ServerProcess, token: string, email: string, ledger:
     const response = await fetch(`${server.base}/api/v2/users`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ connection: 'Username-Password-Authentication', email, password: 'correct horse battery' }),
+      body: JSON.stringify({
+        connection: 'Username-Password-Authentication',
+        email,
+        password: 'correct horse battery',
+      }),
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
     const body = await response.text();
@@ -60,15 +64,18 @@ async function post(server: ServerProcess, token: string, email: string, ledger:
  * once `stop` holds. Returns how many requests were made.
  */
 export async function burst(
-  ledger: Ledger, options: { count: number; parallel: number; target: Target; after?: () => void; stop?: () => boolean },
+  ledger: Ledger,
+  options: { count: number; parallel: number; target: Target; after?: () => void; stop?: () => boolean },
 ): Promise<number> {
   let next = 0;
-  await Promise.all(Array.from({ length: options.parallel }, async () => {
-    while (next < options.count && !options.stop?.()) {
-      next++;
-      await createUser(ledger, options.target);
-      options.after?.();
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: options.parallel }, async () => {
+      while (next < options.count && !options.stop?.()) {
+        next++;
+        await createUser(ledger, options.target);
+        options.after?.();
+      }
+    }),
+  );
   return next;
 }

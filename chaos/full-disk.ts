@@ -11,7 +11,8 @@ export function mountTmpfs(dir: string): () => void {
   if (mounted.status !== 0) throw new Error(`mount -t tmpfs failed: ${mounted.stderr || mounted.error?.message}`);
   return () => {
     const unmounted = spawnSync('umount', [dir], { encoding: 'utf8' });
-    if (unmounted.status !== 0) throw new Error(`umount ${dir} failed: ${unmounted.stderr || unmounted.error?.message}`);
+    if (unmounted.status !== 0)
+      throw new Error(`umount ${dir} failed: ${unmounted.stderr || unmounted.error?.message}`);
   };
 }
 

@@ -26,7 +26,9 @@ const START_TIMEOUT_MS = 60_000;
 export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms)));
+    const timeout = new Promise<never>(
+      (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms)),
+    );
     return await Promise.race([promise, timeout]);
   } finally {
     clearTimeout(timer);
@@ -47,7 +49,10 @@ export class Rig {
   private readonly tallies: Tally[] = [];
   private readonly cleanups: Array<() => void> = [];
 
-  private constructor(readonly kind: Kind, readonly database: TestDatabase) {}
+  private constructor(
+    readonly kind: Kind,
+    readonly database: TestDatabase,
+  ) {}
 
   static async open(kind: Kind): Promise<Rig> {
     return new Rig(kind, await createTestDatabase(kind));
@@ -80,7 +85,8 @@ export class Rig {
         configuration: { webhook_endpoint: url, webhook_authorization: { method: 'bearer', token: 'chaos-token' } },
       },
     });
-    if (created.status !== 201) throw new Error(`stream not created: ${created.status} ${JSON.stringify(created.body)}`);
+    if (created.status !== 201)
+      throw new Error(`stream not created: ${created.status} ${JSON.stringify(created.body)}`);
     return created.body.id;
   }
 
@@ -111,7 +117,10 @@ export class Rig {
  * passes; `every` (a recovery step such as a redelivery) runs once per `everyMs` meanwhile.
  */
 export async function settle(
-  ledger: Ledger, tally: Tally, deadlineMs: number, every?: { ms: number; action: () => Promise<unknown> },
+  ledger: Ledger,
+  tally: Tally,
+  deadlineMs: number,
+  every?: { ms: number; action: () => Promise<unknown> },
 ): Promise<void> {
   const deadline = Date.now() + deadlineMs;
   let last = Date.now();

@@ -10,14 +10,20 @@ import type { Kind } from './rig.ts';
 /** The whole run stops here, whatever is left. */
 const RUN_DEADLINE_MS = 10 * 60_000;
 
-const words = process.argv.slice(2).filter((a) => !a.startsWith('-')).map((w) => w.toLowerCase());
+const words = process.argv
+  .slice(2)
+  .filter((a) => !a.startsWith('-'))
+  .map((w) => w.toLowerCase());
 const kinds: Kind[] = process.env.TEST_DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
 const started = Date.now();
 const cpus = os.cpus();
 const machine = `${cpus.length} × ${cpus[0]?.model ?? 'cpu'}`;
 process.stdout.write(`Tenantry chaos — ${new Date().toISOString()}, Node ${process.version}, ${machine}\n`);
-process.stdout.write(`${LONG.users} users per scenario, ${LONG.parallel} at a time; databases: ${kinds.join(', ')}\n\n`);
-if (!process.env.TEST_DATABASE_URL) process.stdout.write('(TEST_DATABASE_URL is not set: PostgreSQL scenarios skipped)\n\n');
+process.stdout.write(
+  `${LONG.users} users per scenario, ${LONG.parallel} at a time; databases: ${kinds.join(', ')}\n\n`,
+);
+if (!process.env.TEST_DATABASE_URL)
+  process.stdout.write('(TEST_DATABASE_URL is not set: PostgreSQL scenarios skipped)\n\n');
 
 const rows: ChaosResult[] = [];
 let failed = false;
@@ -50,9 +56,19 @@ for (const kind of kinds) {
   }
 }
 
-process.stdout.write('\n| scenario | database | created | delivered | lost | duplicated | time |\n|---|---|---:|---:|---:|---:|---:|\n');
+process.stdout.write(
+  '\n| scenario | database | created | delivered | lost | duplicated | time |\n|---|---|---:|---:|---:|---:|---:|\n',
+);
 for (const row of rows) {
-  const cells = [row.scenario, row.database, row.created, row.delivered, row.lost, row.duplicated, `${row.seconds.toFixed(1)} s`];
+  const cells = [
+    row.scenario,
+    row.database,
+    row.created,
+    row.delivered,
+    row.lost,
+    row.duplicated,
+    `${row.seconds.toFixed(1)} s`,
+  ];
   process.stdout.write(`| ${cells.join(' | ')} |\n`);
 }
 process.stdout.write(`\nAll done in ${((Date.now() - started) / 1000).toFixed(0)} s${failed ? ' — FAILED' : ''}\n`);

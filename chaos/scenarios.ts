@@ -62,9 +62,18 @@ function stderrNotes(lines: string[], max = 3): string[] {
   return [...lines.slice(0, max).map((l) => `stderr: ${l}`), ...more];
 }
 
-function result(scenario: string, kind: Kind, started: number, ledger: Ledger, tally: Tally, notes: string[]): ChaosResult {
+function result(
+  scenario: string,
+  kind: Kind,
+  started: number,
+  ledger: Ledger,
+  tally: Tally,
+  notes: string[],
+): ChaosResult {
   const answers = [...ledger.answers].filter(([status]) => status !== '201').map(([status, n]) => `${n}× ${status}`);
-  const samples = [...ledger.samples].filter(([status]) => status.startsWith('5')).map(([status, body]) => `${status}: ${body}`);
+  const samples = [...ledger.samples]
+    .filter(([status]) => status.startsWith('5'))
+    .map(([status, body]) => `${status}: ${body}`);
   return {
     scenario,
     database: kind,
@@ -88,10 +97,12 @@ async function onRig<T>(kind: Kind, body: (rig: Rig) => Promise<T>): Promise<T> 
   }
 }
 
-const one = (server: () => ServerProcess | undefined, token: string): Target => () => {
-  const current = server();
-  return current ? { server: current, token } : undefined;
-};
+const one =
+  (server: () => ServerProcess | undefined, token: string): Target =>
+  () => {
+    const current = server();
+    return current ? { server: current, token } : undefined;
+  };
 
 /** The first `share` of `users`, at least one. */
 const part = (users: number, share: number) => Math.max(1, Math.round(users * share));
@@ -104,38 +115,43 @@ const part = (users: number, share: number) => Math.max(1, Math.round(users * sh
 const sigkill: Scenario = {
   name: 'SIGKILL mid-burst, restart',
   databases: ['sqlite', 'postgres'],
-  run: (kind, size) => onRig(kind, async (rig) => {
-    const started = Date.now();
-    const tally = await rig.tally({ delayMs: 50 });
-    let server: ServerProcess | undefined = await rig.start();
-    const token = await rig.token(server);
-    await rig.stream(server, token, 'chaos', tally.url);
-    const ledger = newLedger();
-    let killedAt = 0;
-    const victim = server;
-    const sent = await burst(ledger, {
-      count: size.users, parallel: size.parallel, target: one(() => server, token), stop: () => killedAt > 0,
-      after: () => {
-        if (killedAt === 0 && ledger.created.size >= part(size.users, 0.4)) {
-          killedAt = Date.now();
-          server = undefined;
-          tally.holdUntil(victim.kill());
-        }
-      },
-    });
-    if (killedAt === 0) throw new Error('the burst ended before the kill');
-    await victim.exited;
-    const restarted = await rig.start();
-    server = restarted;
-    await burst(ledger, { count: size.users - sent, parallel: size.parallel, target: one(() => server, token) });
-    await settle(ledger, tally, size.settleMs);
-    // The sends the kill cut off go again once their leases run out: wait for them, to count them.
-    await sleep(Math.max(0, killedAt + Number(DELIVERY_ENV.DELIVERY_LEASE_MS) + 500 - Date.now()));
-    await quiet(tally, 300, 10_000);
-    return result(sigkill.name, kind, started, ledger, tally, [
-      `sends in flight at the kill (not accepted): ${tally.held()}`, ...stderrNotes(rig.errorLines([victim, restarted])),
-    ]);
-  }),
+  run: (kind, size) =>
+    onRig(kind, async (rig) => {
+      const started = Date.now();
+      const tally = await rig.tally({ delayMs: 50 });
+      let server: ServerProcess | undefined = await rig.start();
+      const token = await rig.token(server);
+      await rig.stream(server, token, 'chaos', tally.url);
+      const ledger = newLedger();
+      let killedAt = 0;
+      const victim = server;
+      const sent = await burst(ledger, {
+        count: size.users,
+        parallel: size.parallel,
+        target: one(() => server, token),
+        stop: () => killedAt > 0,
+        after: () => {
+          if (killedAt === 0 && ledger.created.size >= part(size.users, 0.4)) {
+            killedAt = Date.now();
+            server = undefined;
+            tally.holdUntil(victim.kill());
+          }
+        },
+      });
+      if (killedAt === 0) throw new Error('the burst ended before the kill');
+      await victim.exited;
+      const restarted = await rig.start();
+      server = restarted;
+      await burst(ledger, { count: size.users - sent, parallel: size.parallel, target: one(() => server, token) });
+      await settle(ledger, tally, size.settleMs);
+      // The sends the kill cut off go again once their leases run out: wait for them, to count them.
+      await sleep(Math.max(0, killedAt + Number(DELIVERY_ENV.DELIVERY_LEASE_MS) + 500 - Date.now()));
+      await quiet(tally, 300, 10_000);
+      return result(sigkill.name, kind, started, ledger, tally, [
+        `sends in flight at the kill (not accepted): ${tally.held()}`,
+        ...stderrNotes(rig.errorLines([victim, restarted])),
+      ]);
+    }),
 };
 
 /**
@@ -145,49 +161,53 @@ const sigkill: Scenario = {
 const twoNodes: Scenario = {
   name: 'two nodes, one SIGKILLed, restarted',
   databases: ['postgres'],
-  run: (kind, size) => onRig(kind, async (rig) => {
-    const started = Date.now();
-    const tally = await rig.tally({ delayMs: 50 });
-    const nodes: Array<ServerProcess | undefined> = await Promise.all([rig.start(), rig.start()]);
-    // Both nodes serve one tenant, whose signing keys are in the database: one token does for both.
-    const token = await rig.token(nodes[0]!);
-    await rig.stream(nodes[0]!, token, 'chaos', tally.url);
-    const ledger = newLedger();
-    let turn = 0;
-    const target: Target = () => {
-      const live = nodes.filter((n): n is ServerProcess => n !== undefined);
-      const server = live[turn++ % live.length];
-      return server ? { server, token } : undefined;
-    };
-    const victim = nodes[0]!;
-    const survivor = nodes[1]!;
-    let killedAt = 0;
-    const first = part(size.users, 0.7);
-    await burst(ledger, {
-      count: first, parallel: size.parallel, target,
-      after: () => {
-        if (killedAt === 0 && ledger.created.size >= part(first, 0.4)) {
-          killedAt = Date.now();
-          nodes[0] = undefined;
-          // As above: what is in flight at the kill is not accepted (the survivor's sends of that moment
-          // wait out their timeout and go again).
-          tally.holdUntil(victim.kill());
-        }
-      },
-    });
-    if (killedAt === 0) throw new Error('the burst ended before the kill');
-    await victim.exited;
-    if (await hasExited(survivor)) throw new Error('the surviving node exited');
-    const restarted = await rig.start();
-    nodes[0] = restarted;
-    await burst(ledger, { count: size.users - first, parallel: size.parallel, target });
-    await settle(ledger, tally, size.settleMs);
-    await sleep(Math.max(0, killedAt + Number(DELIVERY_ENV.DELIVERY_LEASE_MS) + 500 - Date.now()));
-    await quiet(tally, 300, 10_000);
-    return result(twoNodes.name, kind, started, ledger, tally, [
-      `sends in flight at the kill (not accepted): ${tally.held()}`, ...stderrNotes(rig.errorLines([victim, survivor, restarted])),
-    ]);
-  }),
+  run: (kind, size) =>
+    onRig(kind, async (rig) => {
+      const started = Date.now();
+      const tally = await rig.tally({ delayMs: 50 });
+      const nodes: Array<ServerProcess | undefined> = await Promise.all([rig.start(), rig.start()]);
+      // Both nodes serve one tenant, whose signing keys are in the database: one token does for both.
+      const token = await rig.token(nodes[0]!);
+      await rig.stream(nodes[0]!, token, 'chaos', tally.url);
+      const ledger = newLedger();
+      let turn = 0;
+      const target: Target = () => {
+        const live = nodes.filter((n): n is ServerProcess => n !== undefined);
+        const server = live[turn++ % live.length];
+        return server ? { server, token } : undefined;
+      };
+      const victim = nodes[0]!;
+      const survivor = nodes[1]!;
+      let killedAt = 0;
+      const first = part(size.users, 0.7);
+      await burst(ledger, {
+        count: first,
+        parallel: size.parallel,
+        target,
+        after: () => {
+          if (killedAt === 0 && ledger.created.size >= part(first, 0.4)) {
+            killedAt = Date.now();
+            nodes[0] = undefined;
+            // As above: what is in flight at the kill is not accepted (the survivor's sends of that moment
+            // wait out their timeout and go again).
+            tally.holdUntil(victim.kill());
+          }
+        },
+      });
+      if (killedAt === 0) throw new Error('the burst ended before the kill');
+      await victim.exited;
+      if (await hasExited(survivor)) throw new Error('the surviving node exited');
+      const restarted = await rig.start();
+      nodes[0] = restarted;
+      await burst(ledger, { count: size.users - first, parallel: size.parallel, target });
+      await settle(ledger, tally, size.settleMs);
+      await sleep(Math.max(0, killedAt + Number(DELIVERY_ENV.DELIVERY_LEASE_MS) + 500 - Date.now()));
+      await quiet(tally, 300, 10_000);
+      return result(twoNodes.name, kind, started, ledger, tally, [
+        `sends in flight at the kill (not accepted): ${tally.held()}`,
+        ...stderrNotes(rig.errorLines([victim, survivor, restarted])),
+      ]);
+    }),
 };
 
 /** Ends every connection of the database's nodes (pooled ones and the LISTEN one); returns how many. */
@@ -209,36 +229,43 @@ async function terminateConnections(databaseUrl: string): Promise<number> {
 const terminate: Scenario = {
   name: 'PostgreSQL connections terminated',
   databases: ['postgres'],
-  run: (kind, size) => onRig(kind, async (rig) => {
-    const started = Date.now();
-    const tally = await rig.tally({ delayMs: 5 });
-    const server = await rig.start();
-    const token = await rig.token(server);
-    await rig.stream(server, token, 'chaos', tally.url);
-    const ledger = newLedger();
-    const at = [part(size.users, 0.3), part(size.users, 0.6)];
-    const terminations: Array<Promise<number>> = [];
-    await burst(ledger, {
-      count: size.users, parallel: size.parallel, target: one(() => server, token),
-      after: () => {
-        if (terminations.length < at.length && ledger.created.size >= at[terminations.length]!) {
-          terminations.push(terminateConnections(rig.database.databaseUrl!));
-        }
-      },
-    });
-    const ended = await Promise.all(terminations);
-    if (await hasExited(server)) throw new Error('the node exited');
-    if (ended.length < at.length || ended.some((n) => n === 0)) {
-      throw new Error(`connections not ended mid-burst: ${JSON.stringify(ended)}`);
-    }
-    // The node serves again: one more user after the burst.
-    await createUser(ledger, one(() => server, token));
-    await settle(ledger, tally, size.settleMs);
-    await quiet(tally, 300, 10_000);
-    return result(terminate.name, kind, started, ledger, tally, [
-      `connections ended: ${ended.join(' + ')}`, ...stderrNotes(rig.errorLines([server])),
-    ]);
-  }),
+  run: (kind, size) =>
+    onRig(kind, async (rig) => {
+      const started = Date.now();
+      const tally = await rig.tally({ delayMs: 5 });
+      const server = await rig.start();
+      const token = await rig.token(server);
+      await rig.stream(server, token, 'chaos', tally.url);
+      const ledger = newLedger();
+      const at = [part(size.users, 0.3), part(size.users, 0.6)];
+      const terminations: Array<Promise<number>> = [];
+      await burst(ledger, {
+        count: size.users,
+        parallel: size.parallel,
+        target: one(() => server, token),
+        after: () => {
+          if (terminations.length < at.length && ledger.created.size >= at[terminations.length]!) {
+            terminations.push(terminateConnections(rig.database.databaseUrl!));
+          }
+        },
+      });
+      const ended = await Promise.all(terminations);
+      if (await hasExited(server)) throw new Error('the node exited');
+      if (ended.length < at.length || ended.some((n) => n === 0)) {
+        throw new Error(`connections not ended mid-burst: ${JSON.stringify(ended)}`);
+      }
+      // The node serves again: one more user after the burst.
+      await createUser(
+        ledger,
+        one(() => server, token),
+      );
+      await settle(ledger, tally, size.settleMs);
+      await quiet(tally, 300, 10_000);
+      return result(terminate.name, kind, started, ledger, tally, [
+        `connections ended: ${ended.join(' + ')}`,
+        ...stderrNotes(rig.errorLines([server])),
+      ]);
+    }),
 };
 
 /** `YYYY-MM-DDTHH:MM:SSZ`: the redeliver window takes whole seconds. */
@@ -265,49 +292,58 @@ async function countFailed(server: ServerProcess, token: string, streamId: strin
 const outage: Scenario = {
   name: 'receiver 503 outage, redeliver',
   databases: ['sqlite', 'postgres'],
-  run: (kind, size) => onRig(kind, async (rig) => {
-    const started = Date.now();
-    const tally = await rig.tally({ delayMs: 2 });
-    // The circuit breaker would hold the outage's deliveries back until the receiver is up again, and
-    // deliver them with no redelivery at all, and a long outage would disable the stream: both off here,
-    // so that the outage's deliveries exhaust their retries and fail.
-    const server = await rig.start({ ...DELIVERY_ENV, DELIVERY_BREAKER_FAILURES: '1000000', DELIVERY_DISABLE_AFTER_CONSECUTIVE_FAILURES: '0' });
-    const token = await rig.token(server);
-    const streamId = await rig.stream(server, token, 'chaos', tally.url);
-    const ledger = newLedger();
-    const target = one(() => server, token);
-    const third = part(size.users, 1 / 3);
-    await burst(ledger, { count: third, parallel: size.parallel, target });
-    tally.mode('unavailable');
-    await burst(ledger, { count: third, parallel: size.parallel, target });
-    // Longer than the retry schedule plus the attempts: the outage's deliveries fail for good.
-    await sleep(1200);
-    tally.mode('up');
-    await burst(ledger, { count: size.users - 2 * third, parallel: size.parallel, target });
-    const failed = await countFailed(server, token, streamId);
-    if (failed === 0) throw new Error('no delivery failed during the outage: nothing to redeliver');
-    const window = {
-      date_from: wholeSecond(started), date_to: wholeSecond(Date.now() + 60_000), statuses: ['failed'], event_types: ['user.created'],
-    };
-    const redeliver = async () => {
-      const answer = await api(server, token, 'POST', `/event-streams/${streamId}/redeliver`, window);
-      if (answer.status !== 202) throw new Error(`redeliver answered ${answer.status} ${JSON.stringify(answer.body)}`);
-    };
-    let redeliveries = 0;
-    const counted = async () => {
-      redeliveries++;
-      await redeliver();
-    };
-    await counted();
-    // Deliveries still retrying at the first redelivery may fail after it: they are queued again.
-    await settle(ledger, tally, size.settleMs, { ms: 1000, action: counted });
-    await quiet(tally, 300, 10_000);
-    return result(outage.name, kind, started, ledger, tally, [
-      `503 answered: ${tally.unavailable()}`,
-      `failed before the redelivery: ${failed}`,
-      `redeliver calls: ${redeliveries}`,
-    ]);
-  }),
+  run: (kind, size) =>
+    onRig(kind, async (rig) => {
+      const started = Date.now();
+      const tally = await rig.tally({ delayMs: 2 });
+      // The circuit breaker would hold the outage's deliveries back until the receiver is up again, and
+      // deliver them with no redelivery at all, and a long outage would disable the stream: both off here,
+      // so that the outage's deliveries exhaust their retries and fail.
+      const server = await rig.start({
+        ...DELIVERY_ENV,
+        DELIVERY_BREAKER_FAILURES: '1000000',
+        DELIVERY_DISABLE_AFTER_CONSECUTIVE_FAILURES: '0',
+      });
+      const token = await rig.token(server);
+      const streamId = await rig.stream(server, token, 'chaos', tally.url);
+      const ledger = newLedger();
+      const target = one(() => server, token);
+      const third = part(size.users, 1 / 3);
+      await burst(ledger, { count: third, parallel: size.parallel, target });
+      tally.mode('unavailable');
+      await burst(ledger, { count: third, parallel: size.parallel, target });
+      // Longer than the retry schedule plus the attempts: the outage's deliveries fail for good.
+      await sleep(1200);
+      tally.mode('up');
+      await burst(ledger, { count: size.users - 2 * third, parallel: size.parallel, target });
+      const failed = await countFailed(server, token, streamId);
+      if (failed === 0) throw new Error('no delivery failed during the outage: nothing to redeliver');
+      const window = {
+        date_from: wholeSecond(started),
+        date_to: wholeSecond(Date.now() + 60_000),
+        statuses: ['failed'],
+        event_types: ['user.created'],
+      };
+      const redeliver = async () => {
+        const answer = await api(server, token, 'POST', `/event-streams/${streamId}/redeliver`, window);
+        if (answer.status !== 202)
+          throw new Error(`redeliver answered ${answer.status} ${JSON.stringify(answer.body)}`);
+      };
+      let redeliveries = 0;
+      const counted = async () => {
+        redeliveries++;
+        await redeliver();
+      };
+      await counted();
+      // Deliveries still retrying at the first redelivery may fail after it: they are queued again.
+      await settle(ledger, tally, size.settleMs, { ms: 1000, action: counted });
+      await quiet(tally, 300, 10_000);
+      return result(outage.name, kind, started, ledger, tally, [
+        `503 answered: ${tally.unavailable()}`,
+        `failed before the redelivery: ${failed}`,
+        `redeliver calls: ${redeliveries}`,
+      ]);
+    }),
 };
 
 /**
@@ -317,26 +353,29 @@ const outage: Scenario = {
 const hung: Scenario = {
   name: 'hung endpoints beside a healthy one',
   databases: ['sqlite', 'postgres'],
-  run: (kind, size) => onRig(kind, async (rig) => {
-    const started = Date.now();
-    const healthy = await rig.tally();
-    const stuck = [await rig.tally({ mode: 'hung' }), await rig.tally({ mode: 'hung' })];
-    const server = await rig.start({
-      ...DELIVERY_ENV, DELIVERY_CONCURRENCY: '8', DELIVERY_PER_STREAM_CONCURRENCY: '4',
-    });
-    const token = await rig.token(server);
-    for (const [i, tally] of stuck.entries()) await rig.stream(server, token, `hung-${i}`, tally.url);
-    await rig.stream(server, token, 'healthy', healthy.url);
-    const ledger = newLedger();
-    await burst(ledger, { count: size.hungUsers, parallel: size.parallel, target: one(() => server, token) });
-    await settle(ledger, healthy, size.settleMs);
-    const ms = (p: number) => `${Math.round(percentile(healthy.latencies, p))} ms`;
-    const row = result(hung.name, kind, started, ledger, healthy, [
-      `healthy stream latency p50 ${ms(50)}, p99 ${ms(99)}, max ${ms(100)}`,
-      `requests held by the hung endpoints: ${stuck.map((t) => t.received()).join(' + ')}`,
-    ]);
-    return { ...row, healthyP99Ms: percentile(healthy.latencies, 99) };
-  }),
+  run: (kind, size) =>
+    onRig(kind, async (rig) => {
+      const started = Date.now();
+      const healthy = await rig.tally();
+      const stuck = [await rig.tally({ mode: 'hung' }), await rig.tally({ mode: 'hung' })];
+      const server = await rig.start({
+        ...DELIVERY_ENV,
+        DELIVERY_CONCURRENCY: '8',
+        DELIVERY_PER_STREAM_CONCURRENCY: '4',
+      });
+      const token = await rig.token(server);
+      for (const [i, tally] of stuck.entries()) await rig.stream(server, token, `hung-${i}`, tally.url);
+      await rig.stream(server, token, 'healthy', healthy.url);
+      const ledger = newLedger();
+      await burst(ledger, { count: size.hungUsers, parallel: size.parallel, target: one(() => server, token) });
+      await settle(ledger, healthy, size.settleMs);
+      const ms = (p: number) => `${Math.round(percentile(healthy.latencies, p))} ms`;
+      const row = result(hung.name, kind, started, ledger, healthy, [
+        `healthy stream latency p50 ${ms(50)}, p99 ${ms(99)}, max ${ms(100)}`,
+        `requests held by the hung endpoints: ${stuck.map((t) => t.received()).join(' + ')}`,
+      ]);
+      return { ...row, healthyP99Ms: percentile(healthy.latencies, 99) };
+    }),
 };
 
 /**
@@ -348,49 +387,52 @@ const fullDisk: Scenario = {
   name: 'full file system, then freed',
   databases: ['sqlite'],
   unavailable: tmpfsUnavailable,
-  run: (kind, size) => onRig(kind, async (rig) => {
-    const started = Date.now();
-    rig.defer(mountTmpfs(rig.database.dataDir));
-    const tally = await rig.tally({ delayMs: 2 });
-    const server = await rig.start();
-    const token = await rig.token(server);
-    await rig.stream(server, token, 'chaos', tally.url);
-    const ledger = newLedger();
-    const target = one(() => server, token);
-    const third = part(size.users, 1 / 3);
-    let filler: { bytes: number; free(): void } | undefined;
-    await burst(ledger, {
-      count: 2 * third, parallel: size.parallel, target,
-      after: () => {
-        if (!filler && ledger.created.size >= part(third, 1)) filler = fillUp(rig.database.dataDir);
-      },
-    });
-    // The worker meets the full disk too: its records of sent deliveries fail while it lasts.
-    await sleep(1000);
-    if (!filler?.bytes) throw new Error('the file system was not filled');
-    const whileFull = new Map(ledger.answers);
-    filler.free();
-    const freedAt = Date.now();
-    // Recovered: a user is created again, within 20 s of the space coming back.
-    const recoveryDeadline = freedAt + 20_000;
-    while ((await createUser(ledger, target)) !== 'created') {
-      if (Date.now() > recoveryDeadline) {
-        throw new Error(`no user created within 20 s of freeing the space: ${JSON.stringify([...ledger.answers])}`);
+  run: (kind, size) =>
+    onRig(kind, async (rig) => {
+      const started = Date.now();
+      rig.defer(mountTmpfs(rig.database.dataDir));
+      const tally = await rig.tally({ delayMs: 2 });
+      const server = await rig.start();
+      const token = await rig.token(server);
+      await rig.stream(server, token, 'chaos', tally.url);
+      const ledger = newLedger();
+      const target = one(() => server, token);
+      const third = part(size.users, 1 / 3);
+      let filler: { bytes: number; free(): void } | undefined;
+      await burst(ledger, {
+        count: 2 * third,
+        parallel: size.parallel,
+        target,
+        after: () => {
+          if (!filler && ledger.created.size >= part(third, 1)) filler = fillUp(rig.database.dataDir);
+        },
+      });
+      // The worker meets the full disk too: its records of sent deliveries fail while it lasts.
+      await sleep(1000);
+      if (!filler?.bytes) throw new Error('the file system was not filled');
+      const whileFull = new Map(ledger.answers);
+      filler.free();
+      const freedAt = Date.now();
+      // Recovered: a user is created again, within 20 s of the space coming back.
+      const recoveryDeadline = freedAt + 20_000;
+      while ((await createUser(ledger, target)) !== 'created') {
+        if (Date.now() > recoveryDeadline) {
+          throw new Error(`no user created within 20 s of freeing the space: ${JSON.stringify([...ledger.answers])}`);
+        }
+        await sleep(200);
       }
-      await sleep(200);
-    }
-    const recoveredIn = Date.now() - freedAt;
-    await burst(ledger, { count: size.users - 2 * third, parallel: size.parallel, target });
-    await settle(ledger, tally, size.settleMs);
-    await quiet(tally, 300, 10_000);
-    if (await hasExited(server)) throw new Error('the node exited');
-    return result(fullDisk.name, kind, started, ledger, tally, [
-      `filled with ${(filler.bytes / 1024).toFixed(0)} KiB; 5xx while full or just after: ${serverErrors(ledger)}`,
-      `answers up to the freeing: ${JSON.stringify(Object.fromEntries(whileFull))}`,
-      `first user created ${recoveredIn} ms after the space was freed`,
-      ...stderrNotes(rig.errorLines([server])),
-    ]);
-  }),
+      const recoveredIn = Date.now() - freedAt;
+      await burst(ledger, { count: size.users - 2 * third, parallel: size.parallel, target });
+      await settle(ledger, tally, size.settleMs);
+      await quiet(tally, 300, 10_000);
+      if (await hasExited(server)) throw new Error('the node exited');
+      return result(fullDisk.name, kind, started, ledger, tally, [
+        `filled with ${(filler.bytes / 1024).toFixed(0)} KiB; 5xx while full or just after: ${serverErrors(ledger)}`,
+        `answers up to the freeing: ${JSON.stringify(Object.fromEntries(whileFull))}`,
+        `first user created ${recoveredIn} ms after the space was freed`,
+        ...stderrNotes(rig.errorLines([server])),
+      ]);
+    }),
 };
 
 export const scenarios: readonly Scenario[] = [sigkill, twoNodes, terminate, outage, hung, fullDisk];

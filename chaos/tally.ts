@@ -32,7 +32,6 @@ export interface Tally {
   close(): Promise<void>;
 }
 
-
 export async function startTally(options: { delayMs?: number; mode?: ReceiverMode } = {}): Promise<Tally> {
   const receiver = await startWebhookReceiver({ keep: false });
   let current: ReceiverMode = 'up';

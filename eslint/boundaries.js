@@ -4,7 +4,17 @@
 //    the SQL error helpers. Everything else gets from src/db/database.ts only what PUBLIC_DATABASE lists.
 import path from 'node:path';
 
-const PUBLIC_DATABASE = new Set(['Database', 'Tx', 'Dialect', 'transaction', 'now', 'nowAfter', 'openDatabase', 'migrate', 'ping']);
+const PUBLIC_DATABASE = new Set([
+  'Database',
+  'Tx',
+  'Dialect',
+  'transaction',
+  'now',
+  'nowAfter',
+  'openDatabase',
+  'migrate',
+  'ping',
+]);
 /** How database failures are classified for clients (503s) is public too: the error handler reads it. */
 const PUBLIC_DATABASE_FILES = new Set(['src/db/unavailable.ts']);
 /** The composition root builds every service and the stores they are handed; it runs no query itself. */
@@ -24,7 +34,10 @@ export default {
     boundaries: {
       meta: {
         type: 'problem',
-        docs: { description: "Modules reach other modules' tables through their services, and the database only through stores" },
+        docs: {
+          description:
+            "Modules reach other modules' tables through their services, and the database only through stores",
+        },
         schema: [],
         messages: {
           foreignStore: "{{importer}} imports {{target}}, another module's store: call that module's service instead.",
@@ -47,13 +60,19 @@ export default {
             }
             return;
           }
-          const target = path.relative(root, path.resolve(path.dirname(context.filename), specifier)).split(path.sep).join('/');
+          const target = path
+            .relative(root, path.resolve(path.dirname(context.filename), specifier))
+            .split(path.sep)
+            .join('/');
           const targetArea = areaOf(target);
           if (isStore(target) && targetArea !== importerArea && importer !== COMPOSITION_ROOT) {
             context.report({ node, messageId: 'foreignStore', data: { importer, target } });
           }
           if (targetArea === 'db' && !mayUseDatabase && !PUBLIC_DATABASE_FILES.has(target)) {
-            const internal = target !== 'src/db/database.ts' || names === undefined || names.some((name) => !PUBLIC_DATABASE.has(name));
+            const internal =
+              target !== 'src/db/database.ts' ||
+              names === undefined ||
+              names.some((name) => !PUBLIC_DATABASE.has(name));
             if (internal) context.report({ node, messageId: 'databaseInternals', data: { importer, what: target } });
           }
         }

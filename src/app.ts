@@ -20,7 +20,17 @@ import { userRoutes } from './modules/users/routes.ts';
 import type { Services } from './services.ts';
 
 /** Each area's routes, registered in this order. */
-const modules: ReadonlyArray<(app: FastifyInstance, services: Services) => Promise<void>> = [oauthRoutes, userRoutes, segmentRoutes, captchaRoutes, eventStreamRoutes, customDomainRoutes, emailTemplateRoutes, ticketRoutes, jobRoutes];
+const modules: ReadonlyArray<(app: FastifyInstance, services: Services) => Promise<void>> = [
+  oauthRoutes,
+  userRoutes,
+  segmentRoutes,
+  captchaRoutes,
+  eventStreamRoutes,
+  customDomainRoutes,
+  emailTemplateRoutes,
+  ticketRoutes,
+  jobRoutes,
+];
 
 /** Longest path parameter routed; longer ones are refused with 414. */
 const MAX_PARAM_LENGTH = 512;
@@ -30,14 +40,18 @@ export interface AppOptions {
   https?: SecureContextOptions;
 }
 
-
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
   const app = Fastify({
     // Silent means no logger at all, rather than a per-request child logger that writes nothing.
     ...(config.logLevel === 'silent' ? { logger: false } : { loggerInstance: services.logger }),
     ...(options.https
-      ? { https: { ...options.https, SNICallback: services.customDomainCertificates.sniCallback } as FastifyHttpsOptions<never>['https'] }
+      ? {
+          https: {
+            ...options.https,
+            SNICallback: services.customDomainCertificates.sniCallback,
+          } as FastifyHttpsOptions<never>['https'],
+        }
       : {}),
     bodyLimit: config.bodyLimitBytes,
     // request.ip, which anonymous rate limits count by, believes X-Forwarded-For only from these proxies.
@@ -60,7 +74,10 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     if (body === '') return done(null, undefined);
     try {
       // Prototype keys are dropped so a body can never reach an object's prototype.
-      done(null, JSON.parse(body as string, (key, value) => (key === '__proto__' ? undefined : value)));
+      done(
+        null,
+        JSON.parse(body as string, (key, value) => (key === '__proto__' ? undefined : value)),
+      );
     } catch {
       done(badRequest.malformedJson(), undefined);
     }
@@ -75,7 +92,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       info: {
         title: 'Tenantry — Tenant Management API',
         version: '2.0.0',
-        description: 'Users by email, experimentation segments, CAPTCHA, event streams, custom domains, email templates, verification tickets and jobs, per tenant.',
+        description:
+          'Users by email, experimentation segments, CAPTCHA, event streams, custom domains, email templates, verification tickets and jobs, per tenant.',
       },
       components: {
         securitySchemes: {

@@ -49,7 +49,8 @@ export async function bootstrap(services: Services): Promise<BootstrapResult> {
     clientId: config.bootstrapClientId,
     clientSecret: config.bootstrapClientSecret,
   });
-  if (config.bootstrapClientSecret) return { tenant, admin: { clientId: admin.clientId, clientSecret: admin.clientSecret } };
+  if (config.bootstrapClientSecret)
+    return { tenant, admin: { clientId: admin.clientId, clientSecret: admin.clientSecret } };
   fs.mkdirSync(config.dataDir, { recursive: true });
   const credentialsFile = path.join(config.dataDir, 'admin-client.json');
   fs.writeFileSync(

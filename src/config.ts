@@ -114,7 +114,8 @@ function integer(env: Env, name: string, fallback: number, min = 0): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
+  if (!Number.isInteger(value) || value < min)
+    throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
   return value;
 }
 
@@ -134,12 +135,16 @@ function text(env: Env, name: string): string | undefined {
 /** `DNS_SERVERS`: a comma list of `ip`, `ip:port` or `[ipv6]:port`. */
 function dnsServers(raw: string | undefined): string[] {
   if (raw === undefined) return [];
-  const servers = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const servers = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   for (const server of servers) {
     const match = /^(?:\[([^\]]+)\]|([^:]+)|([0-9a-fA-F:]+))(?::(\d{1,5}))?$/.exec(server);
     const ip = match?.[1] ?? match?.[2] ?? match?.[3];
     const port = match?.[4] === undefined ? 53 : Number(match[4]);
-    if (!ip || isIP(ip) === 0 || port < 1 || port > 65535) throw new ConfigError(`DNS_SERVERS entry "${server}" must be ip or ip:port`);
+    if (!ip || isIP(ip) === 0 || port < 1 || port > 65535)
+      throw new ConfigError(`DNS_SERVERS entry "${server}" must be ip or ip:port`);
   }
   return servers;
 }
@@ -147,7 +152,10 @@ function dnsServers(raw: string | undefined): string[] {
 /** `DELIVERY_ALLOWED_HOSTS`: a comma list of hostnames, `*.domain`s, IP addresses and CIDRs. */
 function allowedHosts(raw: string | undefined): string[] {
   if (raw === undefined) return [];
-  const entries = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const entries = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   for (const entry of entries) {
     const error = allowListEntryError(entry);
     if (error !== undefined) throw new ConfigError(`DELIVERY_ALLOWED_HOSTS: ${error}`);
@@ -160,13 +168,22 @@ function trustProxy(raw: string | undefined): boolean | number | string {
   if (raw === undefined || raw === 'false' || raw === '0') return false;
   if (raw === 'true') return true;
   if (/^\d+$/.test(raw)) return Number(raw);
-  const entries = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const entries = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   for (const entry of entries) {
     const [address, bits, extra] = entry.split('/');
     const family = isIP(address ?? '');
     const maxBits = family === 6 ? 128 : 32;
-    if (family === 0 || extra !== undefined || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= maxBits))) {
-      throw new ConfigError(`TRUST_PROXY entry "${entry}" must be an IP address or CIDR (or set TRUST_PROXY to true, false or a hop count)`);
+    if (
+      family === 0 ||
+      extra !== undefined ||
+      (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= maxBits))
+    ) {
+      throw new ConfigError(
+        `TRUST_PROXY entry "${entry}" must be an IP address or CIDR (or set TRUST_PROXY to true, false or a hop count)`,
+      );
     }
   }
   return entries.join(',');
@@ -180,7 +197,7 @@ function bootstrapSecret(env: Env): string | undefined {
   if (secret !== undefined && secret.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
     throw new ConfigError(
       `BOOTSTRAP_CLIENT_SECRET must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters (it has ${secret.length}); ` +
-      'leave it unset to have a strong one generated',
+        'leave it unset to have a strong one generated',
     );
   }
   return secret;
@@ -198,21 +215,35 @@ function integerList(env: Env, name: string, fallback: number[]): number[] {
   const raw = text(env, name);
   if (raw === undefined) return fallback;
   const values = raw.split(',').map((v) => Number(v.trim()));
-  if (values.some((v) => !Number.isInteger(v) || v < 0)) throw new ConfigError(`${name} must be a comma-separated list of integers >= 0, got "${raw}"`);
+  if (values.some((v) => !Number.isInteger(v) || v < 0))
+    throw new ConfigError(`${name} must be a comma-separated list of integers >= 0, got "${raw}"`);
   return values;
 }
 
-type MailConfig = Pick<Config, 'smtpUrl' | 'mailFrom' | 'mailWorker' | 'mailTimeoutMs' | 'mailRetryScheduleMs' | 'mailPollMs' | 'mailLeaseMs' | 'mailConcurrency'>;
+type MailConfig = Pick<
+  Config,
+  | 'smtpUrl'
+  | 'mailFrom'
+  | 'mailWorker'
+  | 'mailTimeoutMs'
+  | 'mailRetryScheduleMs'
+  | 'mailPollMs'
+  | 'mailLeaseMs'
+  | 'mailConcurrency'
+>;
 
 function mailSettings(env: Env): MailConfig {
   const smtpUrl = text(env, 'SMTP_URL');
   // The URL may hold a password: messages name the variable, never its value.
-  if (smtpUrl !== undefined && !/^smtps?:\/\/[^/]/.test(smtpUrl)) throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL');
+  if (smtpUrl !== undefined && !/^smtps?:\/\/[^/]/.test(smtpUrl))
+    throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL');
   const mailTimeoutMs = integer(env, 'MAIL_TIMEOUT_MS', 30000, 1);
   const mailLeaseMs = integer(env, 'MAIL_LEASE_MS', 120000, 1);
   // A lease that runs out while its send is still running lets another worker send the same email again.
   if (mailLeaseMs <= mailTimeoutMs * 3) {
-    throw new ConfigError(`MAIL_LEASE_MS (${mailLeaseMs}) must be greater than three times MAIL_TIMEOUT_MS (${mailTimeoutMs})`);
+    throw new ConfigError(
+      `MAIL_LEASE_MS (${mailLeaseMs}) must be greater than three times MAIL_TIMEOUT_MS (${mailTimeoutMs})`,
+    );
   }
   return {
     smtpUrl,
@@ -256,7 +287,9 @@ export function loadConfig(env: Env = process.env): Config {
   // A lease that runs out while its send is still running lets another worker claim the delivery and
   // send the same event again at the same time.
   if (deliveryLeaseMs <= deliveryTimeoutMs) {
-    throw new ConfigError(`DELIVERY_LEASE_MS (${deliveryLeaseMs}) must be greater than DELIVERY_TIMEOUT_MS (${deliveryTimeoutMs})`);
+    throw new ConfigError(
+      `DELIVERY_LEASE_MS (${deliveryLeaseMs}) must be greater than DELIVERY_TIMEOUT_MS (${deliveryTimeoutMs})`,
+    );
   }
   return {
     port,

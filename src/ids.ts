@@ -26,7 +26,9 @@ let objectIdCounter = randomBytes(3).readUIntBE(0, 3);
  */
 function objectId(): string {
   objectIdCounter = (objectIdCounter + 1) & 0xffffff;
-  const seconds = Math.floor(Date.now() / 1000).toString(16).padStart(8, '0');
+  const seconds = Math.floor(Date.now() / 1000)
+    .toString(16)
+    .padStart(8, '0');
   return `${seconds}${processRandom}${objectIdCounter.toString(16).padStart(6, '0')}`;
 }
 

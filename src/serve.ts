@@ -10,9 +10,10 @@ import { createServices } from './services.ts';
  */
 export async function serve(config: Config): Promise<void> {
   const services = await createServices(config);
-  const https = config.tlsCertFile && config.tlsKeyFile
-    ? { cert: fs.readFileSync(config.tlsCertFile), key: fs.readFileSync(config.tlsKeyFile) }
-    : undefined;
+  const https =
+    config.tlsCertFile && config.tlsKeyFile
+      ? { cert: fs.readFileSync(config.tlsCertFile), key: fs.readFileSync(config.tlsKeyFile) }
+      : undefined;
   const app = await buildApp(services, { https });
   const { tenant, admin } = await bootstrap(services);
 
@@ -30,7 +31,8 @@ export async function serve(config: Config): Promise<void> {
       `  client_secret: ${admin.clientSecret}`,
     ].join('\n');
     // Only a person at a terminal sees the secret; where stdout is a log stream it stays in the 0600 file.
-    if (!showOnTerminal(credentials)) lines.push('Admin client created with every scope; its credentials are not printed here (no terminal).');
+    if (!showOnTerminal(credentials))
+      lines.push('Admin client created with every scope; its credentials are not printed here (no terminal).');
     if (admin.credentialsFile) lines.push(`  (${admin.credentialsFile} holds them, readable by its owner only)`);
   }
   lines.push(`API reference: ${scheme}://${tenant.domain}/docs`);

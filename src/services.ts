@@ -93,7 +93,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const logger = createLogger(config, { stream: options.logStream });
   const database = openDatabase(config);
   await migrate(database);
-  const secretBox = config.encryptionKey ? SecretBox.fromKey(config.encryptionKey) : SecretBox.fromKeyFile(config.dataDir);
+  const secretBox = config.encryptionKey
+    ? SecretBox.fromKey(config.encryptionKey)
+    : SecretBox.fromKeyFile(config.dataDir);
   const customDomainStore = new CustomDomainStore(database);
   // Tenants answer on their ready custom domains too: resolving a Host and checking a token's domains ask them.
   const tenants = new TenantService(new TenantStore(database), new CustomDomainHosts(customDomainStore));
@@ -101,22 +103,35 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const clients = new ClientService(new ClientStore(database));
   const connections = new ConnectionService(new ConnectionStore(database));
   const customDomainCertificates = new CustomDomainCertificateService(
-    customDomainStore, secretBox, certificateSource, logger, { refreshMs: config.customDomainCertRefreshMs },
+    customDomainStore,
+    secretBox,
+    certificateSource,
+    logger,
+    { refreshMs: config.customDomainCertRefreshMs },
   );
   // After each change custom domains drop the tenants' cached hosts and domains (tenants.forget()).
-  const customDomains = new CustomDomainService(customDomainStore, tenants, new DnsCheck(config.dnsServers), {
-    edgeDomain: config.customDomainEdgeDomain,
-    maxPerTenant: config.customDomainsMax,
-    verifyWindowMs: config.customDomainVerifyWindowSeconds * 1000,
-    recheckInitialMs: config.customDomainRecheckInitialMs,
-    recheckMaxMs: config.customDomainRecheckMaxMs,
-  }, {
-    // A domain that becomes ready gets its certificate before its first visitor asks for it.
-    becameReady: (hostname) => customDomainCertificates.provision(hostname),
-  });
+  const customDomains = new CustomDomainService(
+    customDomainStore,
+    tenants,
+    new DnsCheck(config.dnsServers),
+    {
+      edgeDomain: config.customDomainEdgeDomain,
+      maxPerTenant: config.customDomainsMax,
+      verifyWindowMs: config.customDomainVerifyWindowSeconds * 1000,
+      recheckInitialMs: config.customDomainRecheckInitialMs,
+      recheckMaxMs: config.customDomainRecheckMaxMs,
+    },
+    {
+      // A domain that becomes ready gets its certificate before its first visitor asks for it.
+      becameReady: (hostname) => customDomainCertificates.provision(hostname),
+    },
+  );
   const background = options.background !== false;
   const verificationRechecks = new VerificationRechecks(
-    customDomainStore, customDomains, config.customDomainRecheckInitialMs, logger,
+    customDomainStore,
+    customDomains,
+    config.customDomainRecheckInitialMs,
+    logger,
   );
   if (background) verificationRechecks.start();
   // With Redis, every limit is shared by all the nodes (one connection, its outages logged once);
@@ -126,7 +141,10 @@ export async function createServices(config: Config, options: ServiceOptions = {
     : undefined;
   const limiter = (settings: RateLimitSettings) => redisLimiter?.(settings) ?? memoryRateLimiter(settings);
   const rateLimiter = limiter({ size: config.rateLimitSize, refillPerSecond: config.rateLimitPerSecond });
-  const anonymousRateLimiter = limiter({ size: config.anonymousRateLimitSize, refillPerSecond: config.anonymousRateLimitPerSecond });
+  const anonymousRateLimiter = limiter({
+    size: config.anonymousRateLimitSize,
+    refillPerSecond: config.anonymousRateLimitPerSecond,
+  });
   const perMinute = (count: number) => ({ size: count, refillPerSecond: count / 60 });
   const tokenFailureLimiters = {
     perClient: limiter(perMinute(config.tokenFailuresPerClientPerMinute)),
@@ -142,29 +160,40 @@ export async function createServices(config: Config, options: ServiceOptions = {
   });
   // Every user write records its webhook events in its own transaction (the events outbox).
   const users = new UserService(database, connections, secretBox, eventStreams);
-  const deliveryWorker = background && config.deliveryWorker
-    ? new DeliveryWorker(database, secretBox, config, endpointGuard, deliveryWakeup, logger)
-    : undefined;
+  const deliveryWorker =
+    background && config.deliveryWorker
+      ? new DeliveryWorker(database, secretBox, config, endpointGuard, deliveryWakeup, logger)
+      : undefined;
   deliveryWorker?.start();
-  const templateRenderer = new TemplateRenderer({ threads: config.templateRenderThreads, timeoutMs: config.templateRenderTimeoutMs });
+  const templateRenderer = new TemplateRenderer({
+    threads: config.templateRenderThreads,
+    timeoutMs: config.templateRenderTimeoutMs,
+  });
   const emailTemplates = new EmailTemplateService(database, templateRenderer);
   const tickets = new TicketService(database, users);
   const mailOutbox = new MailOutbox(database, secretBox);
   // Verification emails: a ticket, the template rendered on the render threads, a row in the mail outbox.
   const verificationEmails = new VerificationEmailService(
-    customDomains, emailTemplates, tickets, templateRenderer, mailOutbox, { mailFrom: config.mailFrom }, logger,
+    customDomains,
+    emailTemplates,
+    tickets,
+    templateRenderer,
+    mailOutbox,
+    { mailFrom: config.mailFrom },
+    logger,
   );
   // Without SMTP_URL, emails land in the development mailbox, readable with `tenantry mailbox`.
-  const mailWorker = background && config.mailWorker
-    ? new MailWorker(
-      mailOutbox,
-      config.smtpUrl
-        ? smtpTransport(config.smtpUrl, { timeoutMs: config.mailTimeoutMs, concurrency: config.mailConcurrency })
-        : mailboxTransport(mailboxDir(config.dataDir)),
-      config,
-      logger,
-    )
-    : undefined;
+  const mailWorker =
+    background && config.mailWorker
+      ? new MailWorker(
+          mailOutbox,
+          config.smtpUrl
+            ? smtpTransport(config.smtpUrl, { timeoutMs: config.mailTimeoutMs, concurrency: config.mailConcurrency })
+            : mailboxTransport(mailboxDir(config.dataDir)),
+          config,
+          logger,
+        )
+      : undefined;
   mailWorker?.start();
   let closed: Promise<void> | undefined;
   return {
@@ -200,7 +229,11 @@ export async function createServices(config: Config, options: ServiceOptions = {
         await mailWorker?.stop();
         await templateRenderer.close();
         await verificationRechecks.stop();
-        await Promise.all([rateLimiter, anonymousRateLimiter, tokenFailureLimiters.perClient, tokenFailureLimiters.perAddress].map((l) => l.close()));
+        await Promise.all(
+          [rateLimiter, anonymousRateLimiter, tokenFailureLimiters.perClient, tokenFailureLimiters.perAddress].map(
+            (l) => l.close(),
+          ),
+        );
         await customDomainCertificates.close();
         await database.close();
       })();

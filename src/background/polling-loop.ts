@@ -75,7 +75,10 @@ export class PollingLoop {
    */
   track(task: Promise<unknown>, settled?: () => void): void {
     const tracked: Promise<void> = task
-      .then(() => undefined, (error: unknown) => this.options.onError(error))
+      .then(
+        () => undefined,
+        (error: unknown) => this.options.onError(error),
+      )
       .finally(() => {
         this.tasks.delete(tracked);
         settled?.();

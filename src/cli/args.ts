@@ -14,14 +14,22 @@ export interface Flags {
 }
 
 /** `--name value` flags of one command; unknown flags and stray arguments are refused. */
-export function parseFlags(command: string, args: string[], strings: readonly string[], booleans: readonly string[] = []): Flags {
+export function parseFlags(
+  command: string,
+  args: string[],
+  strings: readonly string[],
+  booleans: readonly string[] = [],
+): Flags {
   const options = Object.fromEntries([
     ...strings.map((name) => [name, { type: 'string' as const }]),
     ...booleans.map((name) => [name, { type: 'boolean' as const }]),
   ]);
   let values: Record<string, string | boolean | undefined>;
   try {
-    values = parseArgs({ args, options, strict: true, allowPositionals: false }).values as Record<string, string | boolean | undefined>;
+    values = parseArgs({ args, options, strict: true, allowPositionals: false }).values as Record<
+      string,
+      string | boolean | undefined
+    >;
   } catch (error) {
     throw new UsageError(`${command}: ${(error as Error).message}`);
   }
@@ -36,13 +44,19 @@ export function parseFlags(command: string, args: string[], strings: readonly st
     boolean: (name) => values[name] === true,
     list(name) {
       const value = string(name);
-      return value === undefined ? undefined : value.split(',').map((s) => s.trim()).filter(Boolean);
+      return value === undefined
+        ? undefined
+        : value
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean);
     },
     integer(name, fallback) {
       const value = string(name);
       if (value === undefined) return fallback;
       const number = Number(value);
-      if (!Number.isInteger(number) || number < 1) throw new UsageError(`${command}: --${name} must be a positive integer, got "${value}"`);
+      if (!Number.isInteger(number) || number < 1)
+        throw new UsageError(`${command}: --${name} must be a positive integer, got "${value}"`);
       return number;
     },
   };

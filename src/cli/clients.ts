@@ -26,7 +26,8 @@ export async function clientsCommand([sub, ...args]: string[]): Promise<void> {
       const tenantId = flags.required('tenant');
       const name = flags.required('name');
       const listed = flags.list('scopes');
-      if (flags.boolean('all-scopes') === (listed !== undefined)) throw new UsageError('clients create: give either --scopes or --all-scopes');
+      if (flags.boolean('all-scopes') === (listed !== undefined))
+        throw new UsageError('clients create: give either --scopes or --all-scopes');
       const scopes = listed ?? ALL_SCOPES;
       checkScopes(scopes);
       return withServices(async (services) => {
@@ -44,7 +45,8 @@ export async function clientsCommand([sub, ...args]: string[]): Promise<void> {
       const tenantId = flags.required('tenant');
       return withServices(async (services) => {
         const tenant = await requireTenant(services, tenantId);
-        for (const client of await services.clients.list(tenant.id)) print(`${client.clientId}\t${client.name}\t${client.scopes.join(' ')}`);
+        for (const client of await services.clients.list(tenant.id))
+          print(`${client.clientId}\t${client.name}\t${client.scopes.join(' ')}`);
       });
     }
     default:

@@ -7,7 +7,9 @@ function readFile(flag: string, file: string): string {
   try {
     return fs.readFileSync(file, 'utf8');
   } catch (error) {
-    throw new UsageError(`custom-domains certificate: cannot read --${flag} ${file} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    throw new UsageError(
+      `custom-domains certificate: cannot read --${flag} ${file} (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+    );
   }
 }
 
@@ -25,7 +27,8 @@ export async function customDomainsCommand([sub, ...args]: string[]): Promise<vo
         try {
           stored = await services.customDomainCertificates.upload(tenant.id, domain, chain, key);
         } catch (error) {
-          if (error instanceof CertificateRejected) throw new UsageError(`custom-domains certificate: ${error.message}; nothing was stored`);
+          if (error instanceof CertificateRejected)
+            throw new UsageError(`custom-domains certificate: ${error.message}; nothing was stored`);
           throw error;
         }
         print(

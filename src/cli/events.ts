@@ -36,7 +36,9 @@ async function tail(filter: AttemptScope): Promise<void> {
   process.once('SIGTERM', onSignal);
   try {
     await checkFilter(database, attempts, filter);
-    const scope = [filter.tenant && `tenant ${filter.tenant}`, filter.stream && `stream ${filter.stream}`].filter(Boolean).join(', ');
+    const scope = [filter.tenant && `tenant ${filter.tenant}`, filter.stream && `stream ${filter.stream}`]
+      .filter(Boolean)
+      .join(', ');
     process.stderr.write(`Following delivery attempts${scope ? ` of ${scope}` : ''} (Ctrl-C to stop)\n`);
     const started = new Date().toISOString();
     let latest = started;
@@ -72,5 +74,13 @@ async function checkFilter(database: Database, attempts: AttemptLog, filter: Att
 /** time, stream, event, type, status, duration, and the error when there is one; tab-separated. */
 function line(a: AttemptLine): string {
   const duration = a.duration === null ? '-' : `${Math.round(Number(a.duration))}ms`;
-  return [a.timestamp, a.stream_id, a.event_id, a.event_type, a.status, duration, ...(a.error_message ? [a.error_message] : [])].join('\t');
+  return [
+    a.timestamp,
+    a.stream_id,
+    a.event_id,
+    a.event_type,
+    a.status,
+    duration,
+    ...(a.error_message ? [a.error_message] : []),
+  ].join('\t');
 }

@@ -9,7 +9,9 @@ export async function keysCommand([sub, ...args]: string[]): Promise<void> {
       return withServices(async (services) => {
         const tenant = await requireTenant(services, tenantId);
         const kid = await services.signingKeys.rotate(tenant.id);
-        print(`New signing key ${kid} is current on tenant ${tenant.id}; the previous key still verifies until revoked.`);
+        print(
+          `New signing key ${kid} is current on tenant ${tenant.id}; the previous key still verifies until revoked.`,
+        );
       });
     }
     case 'revoke': {
@@ -19,7 +21,9 @@ export async function keysCommand([sub, ...args]: string[]): Promise<void> {
       return withServices(async (services) => {
         const tenant = await requireTenant(services, tenantId);
         if (!(await services.signingKeys.revoke(tenant.id, kid))) {
-          throw new UsageError(`tenant ${tenant.id} has no previous key "${kid}" (only a key rotated out can be revoked)`);
+          throw new UsageError(
+            `tenant ${tenant.id} has no previous key "${kid}" (only a key rotated out can be revoked)`,
+          );
         }
         print(`Revoked signing key ${kid} of tenant ${tenant.id}: tokens it signed are refused from now on.`);
       });

@@ -13,11 +13,21 @@ export async function mailboxCommand([sub, ...args]: string[]): Promise<void> {
     }
     case 'show': {
       const [id, ...rest] = args;
-      if (id === undefined || rest.length > 0) throw new UsageError('mailbox show: expected one email id (see: tenantry mailbox list)');
+      if (id === undefined || rest.length > 0)
+        throw new UsageError('mailbox show: expected one email id (see: tenantry mailbox list)');
       const found = readMailboxEntry(dir, id);
       if (!found) throw new UsageError(`mailbox show: no email "${id}" in ${dir}`);
       const { entry, emlFile } = found;
-      print(`Id: ${entry.id}`, `Date: ${entry.date}`, `From: ${entry.from}`, `To: ${entry.to}`, `Subject: ${entry.subject}`, `File: ${emlFile}`, '', entry.html);
+      print(
+        `Id: ${entry.id}`,
+        `Date: ${entry.date}`,
+        `From: ${entry.from}`,
+        `To: ${entry.to}`,
+        `Subject: ${entry.subject}`,
+        `File: ${emlFile}`,
+        '',
+        entry.html,
+      );
       return;
     }
     default:

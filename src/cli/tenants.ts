@@ -8,13 +8,17 @@ export async function tenantsCommand([sub, ...args]: string[]): Promise<void> {
       const flags = parseFlags('tenants create', args, ['id', 'domain']);
       const id = flags.required('id');
       const domain = flags.required('domain');
-      if (!TENANT_ID_PATTERN.test(id)) throw new UsageError(`tenants create: --id "${id}" must be 3–64 lower-case letters, digits and dashes`);
+      if (!TENANT_ID_PATTERN.test(id))
+        throw new UsageError(`tenants create: --id "${id}" must be 3–64 lower-case letters, digits and dashes`);
       return withServices(async (services) => {
         if (await services.tenants.get(id)) throw new UsageError(`tenant "${id}" already exists`);
-        if (await services.tenants.byDomain(domain)) throw new UsageError(`domain "${domain}" already belongs to a tenant`);
+        if (await services.tenants.byDomain(domain))
+          throw new UsageError(`domain "${domain}" already belongs to a tenant`);
         // Another process may have taken the id or domain between the checks and the insert.
         const tenant = await provisionTenant(services, id, domain).catch((error: unknown) => {
-          throw error instanceof TenantTaken ? new UsageError(`tenant "${id}" or domain "${domain}" already exists`) : error;
+          throw error instanceof TenantTaken
+            ? new UsageError(`tenant "${id}" or domain "${domain}" already exists`)
+            : error;
         });
         print(`Created tenant ${tenant.id} on https://${tenant.domain}/api/v2/`);
       });

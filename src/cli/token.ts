@@ -12,13 +12,16 @@ export async function tokenCommand(args: string[]): Promise<void> {
   return withServices(async (services) => {
     const tenant = await requireTenant(services, tenantId);
     const clientId = flags.string('client-id');
-    const client = clientId === undefined
-      ? (await services.clients.list(tenant.id)).find((c) => c.name === ADMIN_CLIENT_NAME)
-      : await services.clients.get(tenant.id, clientId);
+    const client =
+      clientId === undefined
+        ? (await services.clients.list(tenant.id)).find((c) => c.name === ADMIN_CLIENT_NAME)
+        : await services.clients.get(tenant.id, clientId);
     if (!client) {
-      throw new UsageError(clientId === undefined
-        ? `tenant "${tenant.id}" has no "${ADMIN_CLIENT_NAME}" client; give --client-id`
-        : `no client "${clientId}" on tenant "${tenant.id}"`);
+      throw new UsageError(
+        clientId === undefined
+          ? `tenant "${tenant.id}" has no "${ADMIN_CLIENT_NAME}" client; give --client-id`
+          : `no client "${clientId}" on tenant "${tenant.id}"`,
+      );
     }
     const missing = (requested ?? []).filter((s) => !client.scopes.includes(s));
     if (missing.length > 0) throw new UsageError(`client ${client.clientId} is not granted: ${missing.join(', ')}`);

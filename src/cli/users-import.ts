@@ -5,7 +5,8 @@ import { parseFlags, print, UsageError, withServices } from './args.ts';
 import { requireTenant } from './clients.ts';
 
 export async function usersCommand([sub, ...args]: string[]): Promise<void> {
-  if (sub !== 'import') throw new UsageError(`users: expected "import", got ${sub === undefined ? 'nothing' : `"${sub}"`}`);
+  if (sub !== 'import')
+    throw new UsageError(`users: expected "import", got ${sub === undefined ? 'nothing' : `"${sub}"`}`);
   const flags = parseFlags('users import', args, ['file', 'tenant', 'batch']);
   const file = flags.required('file');
   const tenantId = flags.string('tenant') ?? DEFAULT_TENANT_ID;
@@ -21,7 +22,9 @@ export async function usersCommand([sub, ...args]: string[]): Promise<void> {
       print(`Imported ${imported} users into tenant ${tenant.id} in ${seconds.toFixed(1)} s (${rate} users/s).`);
     } catch (error) {
       if (error instanceof ImportError) {
-        throw new UsageError(`${error.message}. Import stopped; ${error.imported} users of earlier batches were imported.`);
+        throw new UsageError(
+          `${error.message}. Import stopped; ${error.imported} users of earlier batches were imported.`,
+        );
       }
       throw error;
     }

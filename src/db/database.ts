@@ -2,8 +2,20 @@ import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import {
-  CompiledQuery, Kysely, sql, Migrator, PostgresDialect, PostgresDriver, SqliteDialect, SqliteDriver,
-  type DatabaseConnection, type Driver, type Insertable, type PostgresDialectConfig, type SqliteDialectConfig, type Transaction,
+  CompiledQuery,
+  Kysely,
+  sql,
+  Migrator,
+  PostgresDialect,
+  PostgresDriver,
+  SqliteDialect,
+  SqliteDriver,
+  type DatabaseConnection,
+  type Driver,
+  type Insertable,
+  type PostgresDialectConfig,
+  type SqliteDialectConfig,
+  type Transaction,
 } from 'kysely';
 import pg from 'pg';
 import { migrations } from './migrations/index.ts';
@@ -28,7 +40,11 @@ export interface Database {
 // PostgreSQL returns BIGINT/NUMERIC as strings by default; counts are small enough for numbers.
 pg.types.setTypeParser(20, (v) => Number(v));
 
-export function openDatabase(options: { databaseUrl?: string; dataDir: string; sqliteSynchronous?: 'full' | 'normal' }): Database {
+export function openDatabase(options: {
+  databaseUrl?: string;
+  dataDir: string;
+  sqliteSynchronous?: 'full' | 'normal';
+}): Database {
   if (options.databaseUrl) {
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
     // A connection the server ends (restart, failover, pg_terminate_backend, a proxy's idle timeout)
@@ -62,7 +78,10 @@ export function openDatabase(options: { databaseUrl?: string; dataDir: string; s
  * transactions one after another anyway.
  */
 class ImmediateSqliteDriver extends SqliteDriver {
-  constructor(private readonly sqlite: BetterSqlite3.Database, config: SqliteDialectConfig) {
+  constructor(
+    private readonly sqlite: BetterSqlite3.Database,
+    config: SqliteDialectConfig,
+  ) {
     super(config);
   }
 
@@ -139,9 +158,16 @@ export function isForeignKeyViolation(error: unknown): boolean {
 const ROWS_PER_INSERT = 1000;
 
 /** Inserts `rows` in multi-row statements of at most ROWS_PER_INSERT rows, inside the caller's transaction. */
-export async function insertInSlices<T extends keyof Schema & string>(trx: Tx, table: T, rows: ReadonlyArray<Insertable<Schema[T]>>): Promise<void> {
+export async function insertInSlices<T extends keyof Schema & string>(
+  trx: Tx,
+  table: T,
+  rows: ReadonlyArray<Insertable<Schema[T]>>,
+): Promise<void> {
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-    await trx.insertInto(table).values(rows.slice(i, i + ROWS_PER_INSERT) as never).execute();
+    await trx
+      .insertInto(table)
+      .values(rows.slice(i, i + ROWS_PER_INSERT) as never)
+      .execute();
   }
 }
 

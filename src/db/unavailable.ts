@@ -6,7 +6,8 @@
 export interface DatabaseUnavailable {
   /** The driver's code, as the logs name it: `SQLITE_FULL`, `57P01`, `ECONNREFUSED`, … */
   code: string;
-  errorCode: 'insufficient_storage' | 'database_read_only' | 'database_io_error' | 'database_busy' | 'database_unavailable';
+  errorCode:
+    'insufficient_storage' | 'database_read_only' | 'database_io_error' | 'database_busy' | 'database_unavailable';
   message: string;
   retryAfterSeconds: number;
 }
@@ -22,16 +23,26 @@ function condition(errorCode: Condition['errorCode'], message: string, retryAfte
   return { errorCode, message, retryAfterSeconds };
 }
 
-const STORAGE_FULL = condition('insufficient_storage', 'The database is out of disk space; try again later.', STORAGE_RETRY_SECONDS);
+const STORAGE_FULL = condition(
+  'insufficient_storage',
+  'The database is out of disk space; try again later.',
+  STORAGE_RETRY_SECONDS,
+);
 const READ_ONLY = condition(
-  'database_read_only', 'The database is read-only at the moment (its storage refuses writes); try again later.', STORAGE_RETRY_SECONDS,
+  'database_read_only',
+  'The database is read-only at the moment (its storage refuses writes); try again later.',
+  STORAGE_RETRY_SECONDS,
 );
 const IO_ERROR = condition(
-  'database_io_error', 'The database could not read or write its storage; try again later.', STORAGE_RETRY_SECONDS,
+  'database_io_error',
+  'The database could not read or write its storage; try again later.',
+  STORAGE_RETRY_SECONDS,
 );
 const BUSY = condition('database_busy', 'The database is busy; try again later.', TRANSIENT_RETRY_SECONDS);
 const CONNECTION_LOST = condition(
-  'database_unavailable', 'The database cannot be reached or its connection was lost; try again later.', TRANSIENT_RETRY_SECONDS,
+  'database_unavailable',
+  'The database cannot be reached or its connection was lost; try again later.',
+  TRANSIENT_RETRY_SECONDS,
 );
 
 /** PostgreSQL SQLSTATEs; class 08 (connection exception) is matched as a whole. */
@@ -47,14 +58,25 @@ const POSTGRES_STATES: Record<string, Condition> = {
 
 /** Socket errors on the way to the database server. */
 const NETWORK_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
 ]);
 
 /** node-postgres reports a connection that ended under it with these messages and no code. */
-const POSTGRES_CONNECTION_MESSAGES = new RegExp(`^(${[
-  'Connection terminated', 'Client has encountered a connection error', 'Client was closed and is not queryable',
-  'timeout exceeded when trying to connect',
-].join('|')})`);
+const POSTGRES_CONNECTION_MESSAGES = new RegExp(
+  `^(${[
+    'Connection terminated',
+    'Client has encountered a connection error',
+    'Client was closed and is not queryable',
+    'timeout exceeded when trying to connect',
+  ].join('|')})`,
+);
 
 function sqliteCondition(code: string): Condition | undefined {
   if (code === 'SQLITE_FULL') return STORAGE_FULL;
@@ -71,7 +93,8 @@ export function databaseUnavailable(error: unknown): DatabaseUnavailable | undef
   if (typeof code === 'string') {
     const condition = code.startsWith('SQLITE_')
       ? sqliteCondition(code)
-      : POSTGRES_STATES[code] ?? (/^08[0-9A-Z]{3}$/.test(code) || NETWORK_CODES.has(code) ? CONNECTION_LOST : undefined);
+      : (POSTGRES_STATES[code] ??
+        (/^08[0-9A-Z]{3}$/.test(code) || NETWORK_CODES.has(code) ? CONNECTION_LOST : undefined));
     return condition && { code, ...condition };
   }
   if (POSTGRES_CONNECTION_MESSAGES.test(error.message)) return { code: 'connection_lost', ...CONNECTION_LOST };

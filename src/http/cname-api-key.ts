@@ -14,13 +14,16 @@ export const CNAME_API_KEY_HEADER = 'cname-api-key';
  */
 export function checkCnameApiKey(domain: string, hash: string | null, header: string | string[] | undefined): void {
   if (header === undefined || header === '') {
-    throw cnameApiKeyRefused(`Missing ${CNAME_API_KEY_HEADER} header: requests to the self-managed custom domain ${domain} must come through its proxy`);
+    throw cnameApiKeyRefused(
+      `Missing ${CNAME_API_KEY_HEADER} header: requests to the self-managed custom domain ${domain} must come through its proxy`,
+    );
   }
   if (hash === null) {
-    throw cnameApiKeyRefused(`The self-managed custom domain ${domain} has no ${CNAME_API_KEY_HEADER} yet: verify the domain to receive it`);
+    throw cnameApiKeyRefused(
+      `The self-managed custom domain ${domain} has no ${CNAME_API_KEY_HEADER} yet: verify the domain to receive it`,
+    );
   }
   if (Array.isArray(header) || !secretMatches(hash, header)) {
     throw cnameApiKeyRefused(`Invalid ${CNAME_API_KEY_HEADER} header for the self-managed custom domain ${domain}`);
   }
 }
-

@@ -1,7 +1,14 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { databaseUnavailable } from '../db/unavailable.ts';
 import {
-  ApiError, badRequest, frameworkError, notFound, payloadTooLarge, serviceUnavailable, unsupportedMediaType, uriTooLong,
+  ApiError,
+  badRequest,
+  frameworkError,
+  notFound,
+  payloadTooLarge,
+  serviceUnavailable,
+  unsupportedMediaType,
+  uriTooLong,
 } from './errors.ts';
 import { validationError } from './validation.ts';
 
@@ -20,16 +27,25 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
     const unavailable = databaseUnavailable(raw);
     if (unavailable) {
       // Named by the driver's code, so the operator sees which condition to clear.
-      request.log.error({ err: raw, code: unavailable.code }, `database unavailable (${unavailable.code}): ${raw.message}`);
+      request.log.error(
+        { err: raw, code: unavailable.code },
+        `database unavailable (${unavailable.code}): ${raw.message}`,
+      );
     }
     const error = unavailable
       ? serviceUnavailable(unavailable)
       : toApiError(raw, request.headers['content-type'], bodyLimitBytes);
     if (!error) {
       request.log.error({ err: raw }, 'request failed');
-      return reply.code(500).send({ statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+      return reply
+        .code(500)
+        .send({ statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
     }
-    if (error.logAtWarn) request.log.warn({ tenant: request.tenant?.id, statusCode: error.statusCode, errorCode: error.errorCode }, error.message);
+    if (error.logAtWarn)
+      request.log.warn(
+        { tenant: request.tenant?.id, statusCode: error.statusCode, errorCode: error.errorCode },
+        error.message,
+      );
     if (error.headers) reply.headers(error.headers);
     return reply.code(error.statusCode).send(error.toBody());
   });
@@ -42,12 +58,17 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
  */
 export function frameworkErrorHandler(maxParamLength: number) {
   return (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
-    const refusal = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? uriTooLong(maxParamLength) : badRequest.undecodablePath();
+    const refusal =
+      error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? uriTooLong(maxParamLength) : badRequest.undecodablePath();
     return reply.code(refusal.statusCode).send(refusal.toBody());
   };
 }
 
-function toApiError(raw: FastifyError | ApiError | Error, contentType: string | undefined, bodyLimitBytes: number): ApiError | undefined {
+function toApiError(
+  raw: FastifyError | ApiError | Error,
+  contentType: string | undefined,
+  bodyLimitBytes: number,
+): ApiError | undefined {
   if (raw instanceof ApiError) return raw;
   const error = raw as FastifyError;
   if (error.validation) return validationError(error.validation as never, error.validationContext ?? 'body');
@@ -56,12 +77,15 @@ function toApiError(raw: FastifyError | ApiError | Error, contentType: string | 
       return payloadTooLarge(bodyLimitBytes);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? unsupportedMediaType(contentType) : badRequest.unreadableBody(error.message);
+      return error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+        ? unsupportedMediaType(contentType)
+        : badRequest.unreadableBody(error.message);
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return badRequest.malformedJson();
   }
-  if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) return badRequest.malformedJson();
+  if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message)))
+    return badRequest.malformedJson();
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
     return frameworkError(error.statusCode, error.message);
   }

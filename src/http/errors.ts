@@ -121,7 +121,8 @@ export const forbidden = {
 
 export const notFound = {
   route: () => new ApiError(404, 'Not Found'),
-  tenant: (host: string | undefined) => new ApiError(404, `No tenant is served on host ${host ?? '(none)'}`, 'inexistent_tenant'),
+  tenant: (host: string | undefined) =>
+    new ApiError(404, `No tenant is served on host ${host ?? '(none)'}`, 'inexistent_tenant'),
   user: () => new ApiError(404, 'The user does not exist.', 'inexistent_user'),
 };
 
@@ -142,7 +143,11 @@ export function tooManyRequests(message = 'Global limit has been reached'): ApiE
 }
 
 /** A condition that passes (see src/db/unavailable.ts): the SDK, like any HTTP client, retries a 503 after Retry-After. */
-export function serviceUnavailable({ message, errorCode, retryAfterSeconds }: Omit<DatabaseUnavailable, 'code'>): ApiError {
+export function serviceUnavailable({
+  message,
+  errorCode,
+  retryAfterSeconds,
+}: Omit<DatabaseUnavailable, 'code'>): ApiError {
   return new ApiError(503, message, errorCode, undefined, { 'retry-after': String(retryAfterSeconds) });
 }
 
@@ -155,12 +160,10 @@ export const customDomainError = {
   tooMany: () => conflict('You reached the maximum number of custom domains for your account.'),
   mustBeVerified: () => badRequest.body('The domain must be verified before it can be set as default.'),
   alreadyVerified: () => badRequest.body('Custom domain already verified.'),
-  deletingDefault: () => conflict(
-    'Cannot delete the default custom domain. Please set another domain as default before deleting this one.',
-  ),
-  relyingPartyIdentifier: () => badRequest.body(
-    "The 'relying_party_identifier' must be equal to or a registrable domain suffix of the domain.",
-  ),
+  deletingDefault: () =>
+    conflict('Cannot delete the default custom domain. Please set another domain as default before deleting this one.'),
+  relyingPartyIdentifier: () =>
+    badRequest.body("The 'relying_party_identifier' must be equal to or a registrable domain suffix of the domain."),
   tlsPolicyOnSelfManaged: () => badRequest.body("The 'tls_policy' cannot be set on self_managed domains"),
   clientIpHeaderOnSvcManaged: () =>
     badRequest.body("The 'custom_client_ip_header' cannot be set on svc_managed domains"),
@@ -213,8 +216,13 @@ export const emailTemplateErrors = {
 export const emailVerificationErrors = {
   noEmailAddress: () => new ApiError(400, 'The user does not have an email address.', 'invalid_body'),
   conflictingDomainHeaders: () =>
-    new ApiError(400, 'The svc-custom-domain and auth0-custom-domain headers name different domains.', 'invalid_headers'),
-  unknownCustomDomain: () => new ApiError(400, 'The custom domain does not exist for the tenant.', 'inexistent_custom_domain'),
+    new ApiError(
+      400,
+      'The svc-custom-domain and auth0-custom-domain headers name different domains.',
+      'invalid_headers',
+    ),
+  unknownCustomDomain: () =>
+    new ApiError(400, 'The custom domain does not exist for the tenant.', 'inexistent_custom_domain'),
   ambiguousCustomDomain: () => conflict('The tenant has multiple verified custom domains.', 'custom_domain_conflict'),
   inexistentJob: () => new ApiError(404, 'The job does not exist.', 'inexistent_job'),
   templateDisabled: () => new ApiError(400, 'The verify_email template is disabled.', 'operation_not_supported'),
@@ -227,11 +235,17 @@ export const eventStreamErrors = {
   eventNotFound: () => new ApiError(404, 'The event does not exist.'),
   /** The original's 409 for a name the tenant's streams already use (its message also names a limit). */
   nameTaken: () =>
-    conflict('You have reached the maximum number of event streams for your account OR Event stream name already in use.'),
+    conflict(
+      'You have reached the maximum number of event streams for your account OR Event stream name already in use.',
+    ),
   notRedeliverable: () => conflict('The event is not in a state that allows redelivery.'),
   signingSecretNotFound: () => new ApiError(404, 'The signing secret does not exist.'),
   /** The original also has eventbridge and action destinations; this server delivers to webhooks only. */
   destinationNotSupported: (type: string) =>
-    new ApiError(400, `Destination type '${type}' is not supported by this server; use 'webhook'.`, 'operation_not_supported'),
+    new ApiError(
+      400,
+      `Destination type '${type}' is not supported by this server; use 'webhook'.`,
+      'operation_not_supported',
+    ),
   testToDisabledStream: () => conflict('Test events are not delivered to disabled event streams.'),
 };

@@ -54,13 +54,21 @@ export function registerRequestPipeline(app: FastifyInstance, pipeline: RequestP
   const registered: RouteOptions[] = [];
   app.addHook('onRoute', (route) => void registered.push(route));
   app.decorate('routeTable', {
-    getter: (): RouteEntry[] => registered.flatMap((route) => [route.method].flat().map((method) => ({
-      method, url: route.url, scopes: route.config?.scopes, public: route.config?.public === true, tenantless: route.config?.tenantless === true,
-    }))),
+    getter: (): RouteEntry[] =>
+      registered.flatMap((route) =>
+        [route.method].flat().map((method) => ({
+          method,
+          url: route.url,
+          scopes: route.config?.scopes,
+          public: route.config?.public === true,
+          tenantless: route.config?.tenantless === true,
+        })),
+      ),
   });
   app.addHook('onReady', async () => {
     const misdeclared = registered.find((route) => route.config?.tenantless && !route.config.public);
-    if (misdeclared) throw new Error(`route ${String(misdeclared.method)} ${misdeclared.url}: tenantless routes must be public`);
+    if (misdeclared)
+      throw new Error(`route ${String(misdeclared.method)} ${misdeclared.url}: tenantless routes must be public`);
   });
 
   app.addHook('onRequest', async (request, reply) => {
@@ -88,7 +96,12 @@ export function registerRequestPipeline(app: FastifyInstance, pipeline: RequestP
       if (!(error instanceof ApiError)) throw error;
       refusal = error;
     }
-    await limit(request, reply, principal ? pipeline.rateLimiter : pipeline.anonymousRateLimiter, principal ? found.tenant.id : anonymousKey(request));
+    await limit(
+      request,
+      reply,
+      principal ? pipeline.rateLimiter : pipeline.anonymousRateLimiter,
+      principal ? found.tenant.id : anonymousKey(request),
+    );
     // No route matched: the 404 handler answers, whoever asked.
     if (request.is404) return;
     if (refusal) throw refusal;
@@ -126,5 +139,9 @@ async function authenticate(request: FastifyRequest, pipeline: RequestPipeline):
 function servedOverOwnTls(request: FastifyRequest, found: TenantHost): boolean {
   if (!found.uploadedCertificate) return false;
   const socket = request.raw.socket as TLSSocket;
-  return socket.encrypted === true && typeof socket.servername === 'string' && socket.servername.toLowerCase() === found.domain;
+  return (
+    socket.encrypted === true &&
+    typeof socket.servername === 'string' &&
+    socket.servername.toLowerCase() === found.domain
+  );
 }

@@ -3,8 +3,24 @@ export const CENSOR = '[redacted]';
 
 /** Query parameters whose values are credentials, by name (lower-cased, exact). */
 const SECRET_NAMES = new Set([
-  'ticket', 'code', 'code_verifier', 'otp', 'key', 'sig', 'signature', 'auth', 'authorization',
-  'client_assertion', 'assertion', 'jwt', 'session', 'credential', 'credentials', 'pass', 'passwd', 'pwd',
+  'ticket',
+  'code',
+  'code_verifier',
+  'otp',
+  'key',
+  'sig',
+  'signature',
+  'auth',
+  'authorization',
+  'client_assertion',
+  'assertion',
+  'jwt',
+  'session',
+  'credential',
+  'credentials',
+  'pass',
+  'passwd',
+  'pwd',
 ]);
 /** …and by ending: `token`, `access_token`, `sessionToken`, `client_secret`, `password`, `x-api-key`, `cname_api_key`. */
 const SECRET_ENDINGS = /(?:token|secret|password|api[-_]?key|session|session_id|token_hint|authorization)$/;
@@ -19,7 +35,10 @@ function isSecretName(raw: string): boolean {
     }
   }
   // As parsers read it: `ticket[]`, `token.`, `ticket ` and `x_token<NUL>` are still those names.
-  name = name.toLowerCase().replace(/\[.*$/, '').replace(/[^a-z0-9_-]+/g, '');
+  name = name
+    .toLowerCase()
+    .replace(/\[.*$/, '')
+    .replace(/[^a-z0-9_-]+/g, '');
   return SECRET_NAMES.has(name) || SECRET_ENDINGS.test(name);
 }
 
@@ -37,10 +56,13 @@ export function redactUrl(url: string): string {
   const start = redacted.indexOf('?');
   if (start === -1) return redacted;
   // The fragment is read as query too: a request target has none, so anything after `#` is the client's doing.
-  const pairs = redacted.slice(start + 1).split(/([&;#])/).map((pair) => {
-    const equals = pair.indexOf('=');
-    return equals !== -1 && isSecretName(pair.slice(0, equals)) ? `${pair.slice(0, equals)}=${CENSOR}` : pair;
-  });
+  const pairs = redacted
+    .slice(start + 1)
+    .split(/([&;#])/)
+    .map((pair) => {
+      const equals = pair.indexOf('=');
+      return equals !== -1 && isSecretName(pair.slice(0, equals)) ? `${pair.slice(0, equals)}=${CENSOR}` : pair;
+    });
   return `${redacted.slice(0, start + 1)}${pairs.join('')}`;
 }
 

@@ -72,7 +72,7 @@ function validate(settings: RateLimitSettings): void {
 }
 
 function resetSeconds(nowMs: number, tokens: number, settings: RateLimitSettings): number {
-  const msUntilFull = Math.max(0, settings.size - tokens) * 1000 / settings.refillPerSecond;
+  const msUntilFull = (Math.max(0, settings.size - tokens) * 1000) / settings.refillPerSecond;
   return Math.ceil((nowMs + msUntilFull) / 1000);
 }
 

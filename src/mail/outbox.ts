@@ -91,7 +91,11 @@ export class MailOutbox {
 
   /** Records how an attempt went (see outcome.ts); only the holder of the email's lease can. */
   async recordAttempt(email: ClaimedEmail, outcome: MailOutcome, retryScheduleMs: readonly number[]): Promise<void> {
-    await this.store.recordAttempt(email.id, email.lease, afterAttempt(outcome, email.attemptsBefore, retryScheduleMs, now()));
+    await this.store.recordAttempt(
+      email.id,
+      email.lease,
+      afterAttempt(outcome, email.attemptsBefore, retryScheduleMs, now()),
+    );
   }
 
   /** A body sealed under another key can never be sent: it fails rather than being claimed again forever. */

@@ -7,7 +7,12 @@ import type { MailOutcome } from './transport.ts';
  * (5xx, or a body that cannot be read) → `failed`; anything else is retried after the schedule's next
  * wait, and `failed` once the schedule is used up.
  */
-export function afterAttempt(outcome: MailOutcome, attemptsBefore: number, retryScheduleMs: readonly number[], at: string): AttemptRecord {
+export function afterAttempt(
+  outcome: MailOutcome,
+  attemptsBefore: number,
+  retryScheduleMs: readonly number[],
+  at: string,
+): AttemptRecord {
   const attemptCount = attemptsBefore + 1;
   const retryAt = outcome.kind === 'retryable' ? nextAttemptAt(retryScheduleMs, attemptCount) : undefined;
   const status = outcome.kind === 'sent' ? 'sent' : retryAt !== undefined ? 'pending' : 'failed';

@@ -7,7 +7,10 @@ export type EmailRecord = EmailOutboxTable;
 export type EmailStatus = EmailOutboxTable['status'];
 
 /** What a claim returns of an email: enough to send it, and its attempts so far. */
-export type ClaimedRecord = Pick<EmailOutboxTable, 'id' | 'recipient' | 'sender' | 'subject' | 'body' | 'attempt_count'> & {
+export type ClaimedRecord = Pick<
+  EmailOutboxTable,
+  'id' | 'recipient' | 'sender' | 'subject' | 'body' | 'attempt_count'
+> & {
   /** The lease it was claimed under: its outcome is recorded only while that lease is still its own. */
   lease: string;
 };

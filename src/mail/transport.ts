@@ -85,7 +85,18 @@ export function mailboxTransport(dir: string): MailTransport {
       try {
         const info = await composer.sendMail(messageOf(email));
         const raw = info.message as Buffer;
-        writeMailboxEntry(dir, { id: email.id, date: new Date().toISOString(), from: email.from, to: email.to, subject: email.subject, html: email.html }, raw);
+        writeMailboxEntry(
+          dir,
+          {
+            id: email.id,
+            date: new Date().toISOString(),
+            from: email.from,
+            to: email.to,
+            subject: email.subject,
+            html: email.html,
+          },
+          raw,
+        );
         return { kind: 'sent' };
       } catch (cause) {
         return { kind: 'retryable', error: truncate(String((cause as Error).message ?? cause)) };

@@ -55,9 +55,10 @@ export class MailWorker {
 
   private async deliver(email: ClaimedEmail): Promise<void> {
     const { id, from, to, subject, html } = email;
-    const outcome: MailOutcome = html === undefined
-      ? { kind: 'rejected', error: 'The stored email cannot be read (was ENCRYPTION_KEY changed?).' }
-      : await this.transport.send({ id, from, to, subject, html });
+    const outcome: MailOutcome =
+      html === undefined
+        ? { kind: 'rejected', error: 'The stored email cannot be read (was ENCRYPTION_KEY changed?).' }
+        : await this.transport.send({ id, from, to, subject, html });
     await this.outbox.recordAttempt(email, outcome, this.settings.mailRetryScheduleMs);
   }
 }

@@ -38,7 +38,10 @@ const DEV_CA_CERTIFICATE_DAYS = 90;
 export class DevCaCertificateSource implements CertificateSource {
   readonly name = 'dev-ca';
 
-  constructor(private readonly ca: PemPair, private readonly days = DEV_CA_CERTIFICATE_DAYS) {}
+  constructor(
+    private readonly ca: PemPair,
+    private readonly days = DEV_CA_CERTIFICATE_DAYS,
+  ) {}
 
   async issue(hostname: string): Promise<IssuedCertificate> {
     // Generated off the event loop: an RSA key takes long enough to stall every request meanwhile.

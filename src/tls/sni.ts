@@ -48,7 +48,10 @@ export class SniContexts {
     if (!HOSTNAME.test(name)) return done(null);
     const entry = this.entries.get(name);
     if (entry !== undefined && entry.until > Date.now()) return done(null, entry.context);
-    this.load(name).then((fresh) => done(null, fresh.context), () => done(null, entry?.context));
+    this.load(name).then(
+      (fresh) => done(null, fresh.context),
+      () => done(null, entry?.context),
+    );
   };
 
   /** The next handshake for this name looks it up again (after a change made by this node). */
@@ -62,19 +65,26 @@ export class SniContexts {
     if (pending === undefined) {
       const generation = this.generation;
       pending = this.build(name)
-        .then((entry) => {
-          if (generation === this.generation) this.store(name, entry);
-          return entry;
-        }, (error: unknown) => {
-          this.onError(error);
-          // Keep what was served (or the default) until the next refresh rather than retrying
-          // the failing lookup — or certificate order — on every handshake.
-          const previous = this.entries.get(name);
-          if (generation === this.generation) {
-            this.store(name, { fingerprint: previous?.fingerprint, context: previous?.context, until: Date.now() + this.refreshMs });
-          }
-          throw error;
-        })
+        .then(
+          (entry) => {
+            if (generation === this.generation) this.store(name, entry);
+            return entry;
+          },
+          (error: unknown) => {
+            this.onError(error);
+            // Keep what was served (or the default) until the next refresh rather than retrying
+            // the failing lookup — or certificate order — on every handshake.
+            const previous = this.entries.get(name);
+            if (generation === this.generation) {
+              this.store(name, {
+                fingerprint: previous?.fingerprint,
+                context: previous?.context,
+                until: Date.now() + this.refreshMs,
+              });
+            }
+            throw error;
+          },
+        )
         .finally(() => this.loading.delete(name));
       this.loading.set(name, pending);
     }
@@ -86,9 +96,10 @@ export class SniContexts {
     const until = Date.now() + this.refreshMs;
     if (served === undefined) return { fingerprint: undefined, context: undefined, until };
     const previous = this.entries.get(name);
-    const context = previous?.context !== undefined && previous.fingerprint === served.fingerprint
-      ? previous.context
-      : tls.createSecureContext({ cert: served.certificate, key: served.privateKey() });
+    const context =
+      previous?.context !== undefined && previous.fingerprint === served.fingerprint
+        ? previous.context
+        : tls.createSecureContext({ cert: served.certificate, key: served.privateKey() });
     return { fingerprint: served.fingerprint, context, until };
   }
 

@@ -57,6 +57,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('error_message', 'text')
     .addColumn('duration', 'double precision')
     .addPrimaryKeyConstraint('delivery_attempts_pk', ['stream_id', 'event_id', 'seq'])
-    .addForeignKeyConstraint('delivery_attempts_delivery', ['stream_id', 'event_id'], 'deliveries', ['stream_id', 'event_id'], (c) => c.onDelete('cascade'))
+    .addForeignKeyConstraint(
+      'delivery_attempts_delivery',
+      ['stream_id', 'event_id'],
+      'deliveries',
+      ['stream_id', 'event_id'],
+      (c) => c.onDelete('cascade'),
+    )
     .execute();
 }

@@ -61,6 +61,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('used_at', 'text')
     .addColumn('created_at', 'text', (c) => c.notNull())
     // A deleted user's tickets go with it.
-    .addForeignKeyConstraint('email_verification_tickets_user', ['tenant_id', 'user_id'], 'users', ['tenant_id', 'user_id'], (c) => c.onDelete('cascade'))
+    .addForeignKeyConstraint(
+      'email_verification_tickets_user',
+      ['tenant_id', 'user_id'],
+      'users',
+      ['tenant_id', 'user_id'],
+      (c) => c.onDelete('cascade'),
+    )
     .execute();
 }

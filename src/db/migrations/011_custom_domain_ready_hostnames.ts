@@ -11,8 +11,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   if (postgres) await sql`ALTER TABLE custom_domains DROP CONSTRAINT custom_domains_domain_key`.execute(db);
   else await rebuildSqliteTableWithoutUniqueDomain(db);
   await db.schema.dropIndex('custom_domains_tenant').execute();
-  await db.schema.createIndex('custom_domains_tenant_domain').on('custom_domains').columns(['tenant_id', 'domain']).unique().execute();
-  await sql`CREATE UNIQUE INDEX custom_domains_ready_domain ON custom_domains (domain) WHERE status = 'ready'`.execute(db);
+  await db.schema
+    .createIndex('custom_domains_tenant_domain')
+    .on('custom_domains')
+    .columns(['tenant_id', 'domain'])
+    .unique()
+    .execute();
+  await sql`CREATE UNIQUE INDEX custom_domains_ready_domain ON custom_domains (domain) WHERE status = 'ready'`.execute(
+    db,
+  );
 }
 
 /** Asked with a query only PostgreSQL knows: its failure on SQLite, outside any transaction there, costs nothing. */
@@ -50,7 +57,8 @@ async function rebuildSqliteTableWithoutUniqueDomain(db: Kysely<unknown>): Promi
       await sql`ALTER TABLE custom_domains_rebuilt RENAME TO custom_domains`.execute(trx);
       for (const index of objects.rows.filter((o) => o.type === 'index')) await sql.raw(index.sql).execute(trx);
       const dangling = await sql`PRAGMA foreign_key_check`.execute(trx);
-      if (dangling.rows.length > 0) throw new Error(`custom_domains rebuild left dangling references: ${JSON.stringify(dangling.rows)}`);
+      if (dangling.rows.length > 0)
+        throw new Error(`custom_domains rebuild left dangling references: ${JSON.stringify(dangling.rows)}`);
     });
   } finally {
     await sql`PRAGMA foreign_keys = ON`.execute(db);

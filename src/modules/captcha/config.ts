@@ -56,7 +56,9 @@ export function providersToStore(input: UpdateCaptchaInput): ProviderSettings[] 
  * and auth_challenge always, then each other provider the tenant configured, in the original's order.
  */
 export function captchaConfig(stored: StoredCaptcha): CaptchaConfig {
-  const settingsOf = new Map(stored.providers.map((row) => [row.provider, JSON.parse(row.settings) as Record<string, unknown>]));
+  const settingsOf = new Map(
+    stored.providers.map((row) => [row.provider, JSON.parse(row.settings) as Record<string, unknown>]),
+  );
   const config: Record<string, unknown> = {
     active_provider_id: (stored.activeProviderId as ProviderId | undefined) ?? DEFAULT_ACTIVE_PROVIDER,
     simple_captcha: {},

@@ -24,7 +24,10 @@ const siteKeyAndSecret = (name: string) =>
 export const ProviderBodies = {
   // The original declares it free-form and always answers `{}`: members are accepted so its clients
   // keep working, none is stored, and the count is bounded.
-  simple_captcha: Type.Object({}, { additionalProperties: true, maxProperties: 16, description: 'Simple CAPTCHA: no settings.' }),
+  simple_captcha: Type.Object(
+    {},
+    { additionalProperties: true, maxProperties: 16, description: 'Simple CAPTCHA: no settings.' },
+  ),
   auth_challenge: Type.Object(
     { fail_open: Type.Boolean({ description: 'Whether the challenge lets the login through when it cannot run.' }) },
     { additionalProperties: false },
@@ -46,7 +49,9 @@ export const ProviderBodies = {
       secret: secret('Secret for Arkose; write-only, never returned.'),
       client_subdomain: Type.Optional(text('Client subdomain for Arkose.')),
       verify_subdomain: Type.Optional(text('Verify subdomain for Arkose.')),
-      fail_open: Type.Optional(Type.Boolean({ description: 'Whether Arkose lets the login through when it is unavailable.' })),
+      fail_open: Type.Optional(
+        Type.Boolean({ description: 'Whether Arkose lets the login through when it is unavailable.' }),
+      ),
     },
     { additionalProperties: false },
   ),

@@ -27,7 +27,12 @@ export class CaptchaStore {
    * each other's writes. The caller gives providers in a fixed order, so two updates naming the same
    * providers take their row locks in the same order and can never deadlock on PostgreSQL.
    */
-  save(tenantId: string, providers: readonly ProviderRecord[], activeProviderId: string | undefined, at: string): Promise<StoredCaptcha> {
+  save(
+    tenantId: string,
+    providers: readonly ProviderRecord[],
+    activeProviderId: string | undefined,
+    at: string,
+  ): Promise<StoredCaptcha> {
     return this.database.db.transaction().execute(async (trx) => {
       for (const { provider, settings, secret } of providers) {
         await trx
@@ -60,7 +65,15 @@ export class CaptchaStore {
 }
 
 async function readIn(db: Database['db'], tenantId: string): Promise<StoredCaptcha> {
-  const active = await db.selectFrom('captcha_settings').select('active_provider_id').where('tenant_id', '=', tenantId).executeTakeFirst();
-  const providers = await db.selectFrom('captcha_providers').select(['provider', 'settings']).where('tenant_id', '=', tenantId).execute();
+  const active = await db
+    .selectFrom('captcha_settings')
+    .select('active_provider_id')
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst();
+  const providers = await db
+    .selectFrom('captcha_providers')
+    .select(['provider', 'settings'])
+    .where('tenant_id', '=', tenantId)
+    .execute();
   return { activeProviderId: active?.active_provider_id, providers };
 }

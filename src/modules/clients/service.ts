@@ -16,8 +16,12 @@ export interface CreatedClient extends Client {
   clientSecret: string;
 }
 
-const clientOf = (row: Pick<ClientRow, 'client_id' | 'tenant_id' | 'name' | 'scopes'>): Client =>
-  ({ clientId: row.client_id, tenantId: row.tenant_id, name: row.name, scopes: JSON.parse(row.scopes) });
+const clientOf = (row: Pick<ClientRow, 'client_id' | 'tenant_id' | 'name' | 'scopes'>): Client => ({
+  clientId: row.client_id,
+  tenantId: row.tenant_id,
+  name: row.name,
+  scopes: JSON.parse(row.scopes),
+});
 
 /** Machine-to-machine clients and their grants on the tenant's Management API. */
 export class ClientService {

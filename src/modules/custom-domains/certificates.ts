@@ -43,17 +43,22 @@ function inspect(chainPem: string, privateKey: string): CheckedCertificate {
  */
 export function checkUploadedCertificate(domain: string, chainPem: string, keyPem: string): CheckedCertificate {
   const blocks = chainPem.match(CERTIFICATE_PEM) ?? [];
-  if (blocks.length === 0) throw new CertificateRejected('the certificate file holds no PEM certificate (-----BEGIN CERTIFICATE-----)');
+  if (blocks.length === 0)
+    throw new CertificateRejected('the certificate file holds no PEM certificate (-----BEGIN CERTIFICATE-----)');
   const chain = blocks.map((block, index) => {
     try {
       return new X509Certificate(block);
     } catch {
-      throw new CertificateRejected(`certificate ${index + 1} of the certificate file is not a valid X.509 certificate`);
+      throw new CertificateRejected(
+        `certificate ${index + 1} of the certificate file is not a valid X.509 certificate`,
+      );
     }
   });
   // PKCS#8 and traditional OpenSSL encryption both say so in the PEM text; OpenSSL's error would not.
   if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(keyPem)) {
-    throw new CertificateRejected('the key file is passphrase-protected; give the key unencrypted (it is stored sealed)');
+    throw new CertificateRejected(
+      'the key file is passphrase-protected; give the key unencrypted (it is stored sealed)',
+    );
   }
   let key: KeyObject;
   try {
@@ -62,17 +67,24 @@ export function checkUploadedCertificate(domain: string, chainPem: string, keyPe
     throw new CertificateRejected('the key file holds no PEM private key');
   }
   const leaf = chain[0]!;
-  if (leaf.ca) throw new CertificateRejected('the first certificate is a CA certificate; the chain must start with the certificate for the domain');
+  if (leaf.ca)
+    throw new CertificateRejected(
+      'the first certificate is a CA certificate; the chain must start with the certificate for the domain',
+    );
   if (!leaf.checkPrivateKey(key)) throw new CertificateRejected('the private key does not match the certificate');
   if (leaf.checkHost(domain) === undefined) {
-    throw new CertificateRejected(`the certificate does not cover ${domain} (it names ${leaf.subjectAltName ?? leaf.subject})`);
+    throw new CertificateRejected(
+      `the certificate does not cover ${domain} (it names ${leaf.subjectAltName ?? leaf.subject})`,
+    );
   }
   if (Date.parse(leaf.validTo) <= Date.now()) {
     throw new CertificateRejected(`the certificate expired on ${new Date(leaf.validTo).toISOString()}`);
   }
   for (let i = 1; i < chain.length; i += 1) {
     if (!chain[i - 1]!.checkIssued(chain[i]!)) {
-      throw new CertificateRejected(`certificate ${i + 1} of the chain did not issue certificate ${i}: order the chain leaf first, then each issuer`);
+      throw new CertificateRejected(
+        `certificate ${i + 1} of the chain did not issue certificate ${i}: order the chain leaf first, then each issuer`,
+      );
     }
   }
   return inspect(`${blocks.join('\n')}\n`, key.export({ type: 'pkcs8', format: 'pem' }) as string);
@@ -126,13 +138,20 @@ export class CustomDomainCertificateService {
    * Stores the operator's certificate for a self-managed domain (replacing any earlier one). It is
    * served once the domain is ready; other nodes pick it up within CUSTOM_DOMAIN_CERT_REFRESH_MS.
    */
-  async upload(tenantId: string, hostname: string, chainPem: string, keyPem: string): Promise<{ fingerprint: string; notAfter: string; ready: boolean }> {
+  async upload(
+    tenantId: string,
+    hostname: string,
+    chainPem: string,
+    keyPem: string,
+  ): Promise<{ fingerprint: string; notAfter: string; ready: boolean }> {
     const domain = hostname.toLowerCase().replace(/\.$/, '');
     const stored = await this.store.transaction(async (trx) => {
       const row = await this.store.findByHostname(trx, tenantId, domain, true);
       if (!row) throw new CertificateRejected(`tenant ${tenantId} has no custom domain ${domain}`);
       if (row.type !== 'self_managed_certs') {
-        throw new CertificateRejected(`${domain} is an svc_managed_certs domain: its certificate comes from CUSTOM_DOMAIN_CERT_SOURCE, not from an upload`);
+        throw new CertificateRejected(
+          `${domain} is an svc_managed_certs domain: its certificate comes from CUSTOM_DOMAIN_CERT_SOURCE, not from an upload`,
+        );
       }
       const checked = checkUploadedCertificate(domain, chainPem, keyPem);
       await this.store.putCertificate(trx, row.id, this.row(UPLOADED, checked));
@@ -182,7 +201,11 @@ export class CustomDomainCertificateService {
     }
     if (certificate === undefined) return undefined;
     const sealed = certificate.private_key;
-    return { fingerprint: certificate.fingerprint, certificate: certificate.certificate, privateKey: () => this.secretBox.open(sealed) };
+    return {
+      fingerprint: certificate.fingerprint,
+      certificate: certificate.certificate,
+      privateKey: () => this.secretBox.open(sealed),
+    };
   }
 
   private async readyDomain(hostname: string): Promise<ReadyDomain | undefined> {

@@ -14,7 +14,10 @@ const clean = (name: string): string => name.toLowerCase().replace(/\.$/, '');
  * Only authoritative data decides: resolver errors are reported, never treated as success.
  */
 export class DnsCheck {
-  constructor(private readonly servers: readonly string[], private readonly timeoutMs = 2_000) {}
+  constructor(
+    private readonly servers: readonly string[],
+    private readonly timeoutMs = 2_000,
+  ) {}
 
   /** The record a domain is verified by: a CNAME for svc-managed certificates, a TXT record for self-managed ones. */
   check(domain: Pick<CustomDomainRow, 'type' | 'domain' | 'verification_record'>): Promise<Check> {
@@ -34,10 +37,16 @@ export class DnsCheck {
     try {
       answers = await this.resolver().resolveCname(domain);
     } catch (error) {
-      return { ok: false, error: `No CNAME record found for ${domain} (${describe(error)}); expected one pointing to ${expected}` };
+      return {
+        ok: false,
+        error: `No CNAME record found for ${domain} (${describe(error)}); expected one pointing to ${expected}`,
+      };
     }
     if (answers.some((a) => clean(a) === clean(expected))) return { ok: true };
-    return { ok: false, error: `CNAME record for ${domain} resolves to ${answers.map(clean).join(', ')}, expected ${expected}` };
+    return {
+      ok: false,
+      error: `CNAME record for ${domain} resolves to ${answers.map(clean).join(', ')}, expected ${expected}`,
+    };
   }
 
   async checkTxt(domain: string, expected: string): Promise<Check> {
@@ -50,7 +59,10 @@ export class DnsCheck {
     }
     const values = answers.map((chunks) => chunks.join(''));
     if (values.includes(expected)) return { ok: true };
-    return { ok: false, error: `TXT records for ${name} are ${values.map((v) => `"${v}"`).join(', ')}, expected "${expected}"` };
+    return {
+      ok: false,
+      error: `TXT records for ${name} are ${values.map((v) => `"${v}"`).join(', ')}, expected "${expected}"`,
+    };
   }
 }
 

@@ -1,59 +1,120 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
 import {
-  CreateCustomDomainBody, CustomDomainId, ListCustomDomainsQuery, SetDefaultBody, UpdateCustomDomainBody,
+  CreateCustomDomainBody,
+  CustomDomainId,
+  ListCustomDomainsQuery,
+  SetDefaultBody,
+  UpdateCustomDomainBody,
 } from './schema.ts';
 
 const BASE = '/api/v2/custom-domains';
 const tags = ['custom-domains'];
 
-export async function customDomainRoutes(app: FastifyInstance, services: Pick<Services, 'customDomains'>): Promise<void> {
+export async function customDomainRoutes(
+  app: FastifyInstance,
+  services: Pick<Services, 'customDomains'>,
+): Promise<void> {
   const domains = services.customDomains;
 
-  app.post<{ Body: CreateCustomDomainBody }>(BASE, {
-    config: { scopes: ['create:custom_domains'] },
-    schema: { tags, operationId: 'createCustomDomain', summary: 'Add a custom domain', body: CreateCustomDomainBody },
-  }, async (request, reply) => reply.code(201).send(await domains.create(request.tenant.id, request.body)));
-
-  app.get<{ Querystring: ListCustomDomainsQuery }>(BASE, {
-    config: { scopes: ['read:custom_domains'] },
-    schema: {
-      tags, operationId: 'listCustomDomains', querystring: ListCustomDomainsQuery,
-      summary: 'List custom domains (a bare array; {custom_domains, next} when take or from is given)',
+  app.post<{ Body: CreateCustomDomainBody }>(
+    BASE,
+    {
+      config: { scopes: ['create:custom_domains'] },
+      schema: { tags, operationId: 'createCustomDomain', summary: 'Add a custom domain', body: CreateCustomDomainBody },
     },
-  }, async (request) => domains.list(request.tenant.id, request.query));
+    async (request, reply) => reply.code(201).send(await domains.create(request.tenant.id, request.body)),
+  );
+
+  app.get<{ Querystring: ListCustomDomainsQuery }>(
+    BASE,
+    {
+      config: { scopes: ['read:custom_domains'] },
+      schema: {
+        tags,
+        operationId: 'listCustomDomains',
+        querystring: ListCustomDomainsQuery,
+        summary: 'List custom domains (a bare array; {custom_domains, next} when take or from is given)',
+      },
+    },
+    async (request) => domains.list(request.tenant.id, request.query),
+  );
 
   // Static paths first: /default is never taken for an id (Fastify prefers static routes anyway).
-  app.get(`${BASE}/default`, {
-    config: { scopes: ['read:custom_domains'] },
-    schema: { tags, operationId: 'getDefaultCustomDomain', summary: 'The default domain: a custom domain record, or {domain} for the canonical one' },
-  }, async (request) => domains.getDefault(request.tenant));
+  app.get(
+    `${BASE}/default`,
+    {
+      config: { scopes: ['read:custom_domains'] },
+      schema: {
+        tags,
+        operationId: 'getDefaultCustomDomain',
+        summary: 'The default domain: a custom domain record, or {domain} for the canonical one',
+      },
+    },
+    async (request) => domains.getDefault(request.tenant),
+  );
 
-  app.patch<{ Body: SetDefaultBody }>(`${BASE}/default`, {
-    config: { scopes: ['update:custom_domains'] },
-    schema: { tags, operationId: 'setDefaultCustomDomain', summary: 'Set the default domain (a verified custom domain or the canonical one)', body: SetDefaultBody },
-  }, async (request) => domains.setDefault(request.tenant, request.body.domain));
+  app.patch<{ Body: SetDefaultBody }>(
+    `${BASE}/default`,
+    {
+      config: { scopes: ['update:custom_domains'] },
+      schema: {
+        tags,
+        operationId: 'setDefaultCustomDomain',
+        summary: 'Set the default domain (a verified custom domain or the canonical one)',
+        body: SetDefaultBody,
+      },
+    },
+    async (request) => domains.setDefault(request.tenant, request.body.domain),
+  );
 
-  app.get<{ Params: CustomDomainId }>(`${BASE}/:id`, {
-    config: { scopes: ['read:custom_domains'] },
-    schema: { tags, operationId: 'getCustomDomain', summary: 'Get a custom domain', params: CustomDomainId },
-  }, async (request) => domains.get(request.tenant.id, request.params.id));
+  app.get<{ Params: CustomDomainId }>(
+    `${BASE}/:id`,
+    {
+      config: { scopes: ['read:custom_domains'] },
+      schema: { tags, operationId: 'getCustomDomain', summary: 'Get a custom domain', params: CustomDomainId },
+    },
+    async (request) => domains.get(request.tenant.id, request.params.id),
+  );
 
-  app.patch<{ Params: CustomDomainId; Body: UpdateCustomDomainBody }>(`${BASE}/:id`, {
-    config: { scopes: ['update:custom_domains'] },
-    schema: { tags, operationId: 'updateCustomDomain', summary: 'Update a custom domain; is_default true makes it the default', params: CustomDomainId, body: UpdateCustomDomainBody },
-  }, async (request) => domains.update(request.tenant.id, request.params.id, request.body));
+  app.patch<{ Params: CustomDomainId; Body: UpdateCustomDomainBody }>(
+    `${BASE}/:id`,
+    {
+      config: { scopes: ['update:custom_domains'] },
+      schema: {
+        tags,
+        operationId: 'updateCustomDomain',
+        summary: 'Update a custom domain; is_default true makes it the default',
+        params: CustomDomainId,
+        body: UpdateCustomDomainBody,
+      },
+    },
+    async (request) => domains.update(request.tenant.id, request.params.id, request.body),
+  );
 
-  app.delete<{ Params: CustomDomainId }>(`${BASE}/:id`, {
-    config: { scopes: ['delete:custom_domains'] },
-    schema: { tags, operationId: 'deleteCustomDomain', summary: 'Delete a custom domain', params: CustomDomainId },
-  }, async (request, reply) => {
-    await domains.delete(request.tenant.id, request.params.id);
-    return reply.code(204).send();
-  });
+  app.delete<{ Params: CustomDomainId }>(
+    `${BASE}/:id`,
+    {
+      config: { scopes: ['delete:custom_domains'] },
+      schema: { tags, operationId: 'deleteCustomDomain', summary: 'Delete a custom domain', params: CustomDomainId },
+    },
+    async (request, reply) => {
+      await domains.delete(request.tenant.id, request.params.id);
+      return reply.code(204).send();
+    },
+  );
 
-  app.post<{ Params: CustomDomainId }>(`${BASE}/:id/verify`, {
-    config: { scopes: ['create:custom_domains'] },
-    schema: { tags, operationId: 'verifyCustomDomain', summary: 'Check the DNS record of a custom domain now', params: CustomDomainId },
-  }, async (request) => domains.verify(request.tenant.id, request.params.id));
+  app.post<{ Params: CustomDomainId }>(
+    `${BASE}/:id/verify`,
+    {
+      config: { scopes: ['create:custom_domains'] },
+      schema: {
+        tags,
+        operationId: 'verifyCustomDomain',
+        summary: 'Check the DNS record of a custom domain now',
+        params: CustomDomainId,
+      },
+    },
+    async (request) => domains.verify(request.tenant.id, request.params.id),
+  );
 }

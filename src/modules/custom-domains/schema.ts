@@ -6,17 +6,24 @@ export const HOSTNAME_PATTERN =
 
 export const IP_HEADERS = ['true-client-ip', 'cf-connecting-ip', 'x-forwarded-for', 'x-azure-clientip', ''] as const;
 
-const Hostname = (description: string) => Type.String({ minLength: 3, maxLength: 255, pattern: HOSTNAME_PATTERN, description });
-const TlsPolicy = Type.Union([Type.Literal('recommended')], { description: 'TLS policy (svc-managed certificates only)' });
+const Hostname = (description: string) =>
+  Type.String({ minLength: 3, maxLength: 255, pattern: HOSTNAME_PATTERN, description });
+const TlsPolicy = Type.Union([Type.Literal('recommended')], {
+  description: 'TLS policy (svc-managed certificates only)',
+});
 const IpHeader = Type.Unsafe<string | null>({
   type: ['string', 'null'],
   enum: [...IP_HEADERS, null],
   description: 'HTTP header carrying the client IP (self-managed certificates only)',
 });
-const DomainMetadata = Type.Record(Type.String({ maxLength: 255 }), Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 255 }), {
-  maxProperties: 10,
-  description: 'Up to 10 key/value pairs; values of at most 255 characters, null deletes a key on update',
-});
+const DomainMetadata = Type.Record(
+  Type.String({ maxLength: 255 }),
+  Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 255 }),
+  {
+    maxProperties: 10,
+    description: 'Up to 10 key/value pairs; values of at most 255 characters, null deletes a key on update',
+  },
+);
 
 export const CustomDomainId = Type.Object(
   { id: Type.String({ format: 'custom-domain-id', description: 'ID of the custom domain' }) },
@@ -28,14 +35,19 @@ export const CreateCustomDomainBody = Type.Object(
   {
     domain: Hostname('Domain name'),
     // `auth0_managed_certs` is the original's word for `svc_managed_certs`.
-    type: Type.Union([Type.Literal('svc_managed_certs'), Type.Literal('self_managed_certs'), Type.Literal('auth0_managed_certs')], {
-      description: 'Who manages the certificate',
-    }),
+    type: Type.Union(
+      [Type.Literal('svc_managed_certs'), Type.Literal('self_managed_certs'), Type.Literal('auth0_managed_certs')],
+      {
+        description: 'Who manages the certificate',
+      },
+    ),
     verification_method: Type.Optional(Type.Union([Type.Literal('txt')], { description: 'Legacy; ignored' })),
     tls_policy: Type.Optional(TlsPolicy),
     custom_client_ip_header: Type.Optional(IpHeader),
     domain_metadata: Type.Optional(DomainMetadata),
-    relying_party_identifier: Type.Optional(Type.String({ maxLength: 255, pattern: HOSTNAME_PATTERN, description: 'Relying party identifier' })),
+    relying_party_identifier: Type.Optional(
+      Type.String({ maxLength: 255, pattern: HOSTNAME_PATTERN, description: 'Relying party identifier' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -47,7 +59,12 @@ export const UpdateCustomDomainBody = Type.Object(
     custom_client_ip_header: Type.Optional(IpHeader),
     domain_metadata: Type.Optional(DomainMetadata),
     relying_party_identifier: Type.Optional(
-      Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 255, pattern: HOSTNAME_PATTERN, description: 'Relying party identifier; null removes it' }),
+      Type.Unsafe<string | null>({
+        type: ['string', 'null'],
+        maxLength: 255,
+        pattern: HOSTNAME_PATTERN,
+        description: 'Relying party identifier; null removes it',
+      }),
     ),
     is_default: Type.Optional(Type.Boolean({ description: 'true makes this (verified) domain the default domain' })),
   },
@@ -56,7 +73,13 @@ export const UpdateCustomDomainBody = Type.Object(
 export type UpdateCustomDomainBody = Static<typeof UpdateCustomDomainBody>;
 
 export const SetDefaultBody = Type.Object(
-  { domain: Type.String({ minLength: 3, maxLength: 255, description: 'A verified custom domain or the canonical domain' }) },
+  {
+    domain: Type.String({
+      minLength: 3,
+      maxLength: 255,
+      description: 'A verified custom domain or the canonical domain',
+    }),
+  },
   { additionalProperties: false },
 );
 export type SetDefaultBody = Static<typeof SetDefaultBody>;
@@ -64,9 +87,13 @@ export type SetDefaultBody = Static<typeof SetDefaultBody>;
 export const ListCustomDomainsQuery = Type.Object({
   q: Type.Optional(Type.String({ maxLength: 1000, description: 'Query, e.g. domain:login* (only the domain field)' })),
   fields: Type.Optional(Type.String({ maxLength: 100, description: 'Comma-separated fields to include or exclude' })),
-  include_fields: Type.Optional(Type.Boolean({ description: 'Whether fields are included (true) or excluded (false)' })),
+  include_fields: Type.Optional(
+    Type.Boolean({ description: 'Whether fields are included (true) or excluded (false)' }),
+  ),
   sort: Type.Optional(Type.Union([Type.Literal('domain:1')], { description: 'Sort order; only domain:1' })),
-  take: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Number of results per page. Defaults to 50.' })),
+  take: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 100, description: 'Number of results per page. Defaults to 50.' }),
+  ),
   from: Type.Optional(Type.String({ maxLength: 1000, description: 'Cursor from which to start selection' })),
 });
 export type ListCustomDomainsQuery = Static<typeof ListCustomDomainsQuery>;

@@ -9,7 +9,11 @@ import type { DnsCheck } from './dns-check.ts';
 import { present, project, type CustomDomain } from './record.ts';
 import type { CreateCustomDomainBody, ListCustomDomainsQuery, UpdateCustomDomainBody } from './schema.ts';
 import type {
-  ClaimedCheck, CustomDomainRow, CustomDomainStatus, CustomDomainStore, CustomDomainType,
+  ClaimedCheck,
+  CustomDomainRow,
+  CustomDomainStatus,
+  CustomDomainStore,
+  CustomDomainType,
 } from './store.ts';
 import { DomainVerification, firstCheckAt, type VerificationSchedule } from './verification.ts';
 
@@ -114,9 +118,10 @@ export class CustomDomainService {
     const domain = input.domain.toLowerCase();
     checkTypeMembers(type, input);
     checkRelyingParty(domain, input.relying_party_identifier);
-    const metadata = input.domain_metadata === undefined
-      ? null
-      : Object.fromEntries(Object.entries(input.domain_metadata).filter(([, v]) => v !== null));
+    const metadata =
+      input.domain_metadata === undefined
+        ? null
+        : Object.fromEntries(Object.entries(input.domain_metadata).filter(([, v]) => v !== null));
     const id = newId.customDomain();
     const createdAt = now();
     const row = await this.store.transaction(async (trx) => {
@@ -192,9 +197,10 @@ export class CustomDomainService {
         ...(input.relying_party_identifier === undefined
           ? {}
           : { relying_party_identifier: input.relying_party_identifier?.toLowerCase() ?? null }),
-        domain_metadata: input.domain_metadata === undefined
-          ? current.domain_metadata
-          : mergeMetadata(current.domain_metadata, input.domain_metadata),
+        domain_metadata:
+          input.domain_metadata === undefined
+            ? current.domain_metadata
+            : mergeMetadata(current.domain_metadata, input.domain_metadata),
       };
       await this.store.updateMembers(trx, id, {
         tls_policy: changed.tls_policy,

@@ -11,21 +11,25 @@ export type CustomDomainStatus = CustomDomainsTable['status'];
 
 /** What a background check needs of the domain it claimed. */
 export type ClaimedCheck = Pick<
-  CustomDomainRow, 'id' | 'domain' | 'type' | 'verification_record' | 'created_at' | 'check_count'
+  CustomDomainRow,
+  'id' | 'domain' | 'type' | 'verification_record' | 'created_at' | 'check_count'
 >;
 
 /** What a DNS check records of a domain: its status and verification members. */
-export type CheckOutcome = Pick<CustomDomainRow, 'status' | 'verification_status' | 'verification_error'>
-  & { last_verified_at?: string };
+export type CheckOutcome = Pick<CustomDomainRow, 'status' | 'verification_status' | 'verification_error'> & {
+  last_verified_at?: string;
+};
 
 /** The members of a domain an update may change. */
 export type DomainMembers = Pick<
-  CustomDomainRow, 'tls_policy' | 'custom_client_ip_header' | 'relying_party_identifier' | 'domain_metadata'
+  CustomDomainRow,
+  'tls_policy' | 'custom_client_ip_header' | 'relying_party_identifier' | 'domain_metadata'
 >;
 
 /** A certificate as stored for a custom domain. */
 export type StoredCertificate = Pick<
-  CustomDomainCertificatesTable, 'source' | 'certificate' | 'private_key' | 'fingerprint' | 'not_before' | 'not_after'
+  CustomDomainCertificatesTable,
+  'source' | 'certificate' | 'private_key' | 'fingerprint' | 'not_before' | 'not_after'
 >;
 export type CertificateValues = Omit<CustomDomainCertificatesTable, 'custom_domain_id'>;
 
@@ -177,9 +181,9 @@ export class CustomDomainStore {
       .selectFrom('custom_domains')
       .selectAll()
       .where('tenant_id', '=', tenantId)
-      .$if(domain !== undefined, (q) => domain!.prefix
-        ? q.where('domain', 'like', `${domain!.value}%`)
-        : q.where('domain', '=', domain!.value))
+      .$if(domain !== undefined, (q) =>
+        domain!.prefix ? q.where('domain', 'like', `${domain!.value}%`) : q.where('domain', '=', domain!.value),
+      )
       .$if(after !== undefined, (q) => q.where('domain', '>', after!))
       .orderBy('domain')
       .$if(limit !== undefined, (q) => q.limit(limit!))
@@ -211,8 +215,16 @@ export class CustomDomainStore {
   async recordVerification(
     trx: Tx,
     id: string,
-    values: Pick<CustomDomainRow, 'status' | 'verification_status' | 'verification_error' | 'last_verified_at'
-      | 'cname_api_key_hash' | 'next_check_at' | 'check_claimed_until'>,
+    values: Pick<
+      CustomDomainRow,
+      | 'status'
+      | 'verification_status'
+      | 'verification_error'
+      | 'last_verified_at'
+      | 'cname_api_key_hash'
+      | 'next_check_at'
+      | 'check_claimed_until'
+    >,
   ): Promise<void> {
     await readyOnce(trx.updateTable('custom_domains').set(values).where('id', '=', id).execute());
   }
@@ -227,13 +239,15 @@ export class CustomDomainStore {
     leaseUntil: string,
     values: CheckOutcome & Pick<CustomDomainRow, 'next_check_at' | 'check_count'>,
   ): Promise<boolean> {
-    const result = await readyOnce(trx
-      .updateTable('custom_domains')
-      .set({ ...values, check_claimed_until: null })
-      .where('id', '=', id)
-      .where('status', '=', 'pending_verification')
-      .where('check_claimed_until', '=', leaseUntil)
-      .executeTakeFirst());
+    const result = await readyOnce(
+      trx
+        .updateTable('custom_domains')
+        .set({ ...values, check_claimed_until: null })
+        .where('id', '=', id)
+        .where('status', '=', 'pending_verification')
+        .where('check_claimed_until', '=', leaseUntil)
+        .executeTakeFirst(),
+    );
     return result.numUpdatedRows > 0n;
   }
 
@@ -267,13 +281,15 @@ export class CustomDomainStore {
       .where('custom_domains.domain', '=', host)
       .where('custom_domains.status', '=', 'ready')
       .executeTakeFirst();
-    return found && {
-      tenantId: found.tenant_id,
-      domain: found.domain,
-      type: found.type,
-      cnameApiKeyHash: found.cname_api_key_hash,
-      hasCertificate: found.certificate_of !== null,
-    };
+    return (
+      found && {
+        tenantId: found.tenant_id,
+        domain: found.domain,
+        type: found.type,
+        cnameApiKeyHash: found.cname_api_key_hash,
+        hasCertificate: found.certificate_of !== null,
+      }
+    );
   }
 
   /** Hostnames of the tenant's ready domains, in order. */
@@ -326,8 +342,13 @@ export class CustomDomainStore {
       .executeTakeFirst();
     if (row === undefined) return undefined;
     const { id, domain, type, source, certificate, private_key, fingerprint, not_before, not_after } = row;
-    const complete = source !== null && certificate !== null && private_key !== null && fingerprint !== null
-      && not_before !== null && not_after !== null;
+    const complete =
+      source !== null &&
+      certificate !== null &&
+      private_key !== null &&
+      fingerprint !== null &&
+      not_before !== null &&
+      not_after !== null;
     const stored = complete ? { source, certificate, private_key, fingerprint, not_before, not_after } : undefined;
     return { id, domain, type, certificate: stored };
   }

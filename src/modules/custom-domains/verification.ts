@@ -4,7 +4,11 @@ import { hashSecret } from '../../secret-hash.ts';
 import type { Check, DnsCheck } from './dns-check.ts';
 import { present, type CustomDomain } from './record.ts';
 import {
-  HostnameTaken, type CheckOutcome, type ClaimedCheck, type CustomDomainRow, type CustomDomainStore,
+  HostnameTaken,
+  type CheckOutcome,
+  type ClaimedCheck,
+  type CustomDomainRow,
+  type CustomDomainStore,
 } from './store.ts';
 
 /**
@@ -50,9 +54,8 @@ const seconds = (iso: string) => iso.replace(/\.\d{3}Z$/, 'Z');
 /** `48 hours`, `10 minutes`, `5 seconds`: the window as the failure message states it. */
 export function describeWindow(ms: number): string {
   const total = Math.round(ms / 1000);
-  const [count, unit] = total % 3600 === 0
-    ? [total / 3600, 'hour']
-    : total % 60 === 0 ? [total / 60, 'minute'] : [total, 'second'];
+  const [count, unit] =
+    total % 3600 === 0 ? [total / 3600, 'hour'] : total % 60 === 0 ? [total / 60, 'minute'] : [total, 'second'];
   return `${count} ${unit}${count === 1 ? '' : 's'}`;
 }
 
@@ -68,13 +71,16 @@ export function verdict(
 ): Verdict {
   if (check.ok) {
     return {
-      status: 'ready', verification_status: 'verified', verification_error: null,
+      status: 'ready',
+      verification_status: 'verified',
+      verification_error: null,
       last_verified_at: seconds(at.toISOString()),
     };
   }
   if (domain.status === 'failed' || at.getTime() >= Date.parse(domain.created_at) + windowMs) {
     return {
-      status: 'failed', verification_status: 'failed',
+      status: 'failed',
+      verification_status: 'failed',
       verification_error: `Verification did not succeed within ${describeWindow(windowMs)}: ${check.error}`,
     };
   }
@@ -159,28 +165,38 @@ export class DomainVerification {
     if (before.status === 'ready' && !awaitsApiKey(before)) throw customDomainError.alreadyVerified();
     const check: Check = before.status === 'ready' ? { ok: true } : await this.dns.check(before);
     const at = new Date();
-    const outcome = await this.takenOnRace(id, this.store.transaction(async (trx) => {
-      const current = await this.store.get(tenantId, id, trx, true);
-      if (current.status === 'ready' && !awaitsApiKey(current)) throw customDomainError.alreadyVerified();
-      let changed = current.status === 'ready'
-        ? current
-        : afterVerify(current, check, await this.store.readyElsewhere(trx, current), at, this.schedule.verifyWindowMs);
-      let apiKey: string | undefined;
-      if (awaitsApiKey(changed)) {
-        apiKey = randomBytes(64).toString('hex');
-        changed = { ...changed, cname_api_key_hash: hashSecret(apiKey) };
-      }
-      await this.store.recordVerification(trx, id, {
-        status: changed.status,
-        verification_status: changed.verification_status,
-        verification_error: changed.verification_error,
-        last_verified_at: changed.last_verified_at,
-        cname_api_key_hash: changed.cname_api_key_hash,
-        next_check_at: changed.next_check_at,
-        check_claimed_until: changed.check_claimed_until,
-      });
-      return { changed, apiKey };
-    }));
+    const outcome = await this.takenOnRace(
+      id,
+      this.store.transaction(async (trx) => {
+        const current = await this.store.get(tenantId, id, trx, true);
+        if (current.status === 'ready' && !awaitsApiKey(current)) throw customDomainError.alreadyVerified();
+        let changed =
+          current.status === 'ready'
+            ? current
+            : afterVerify(
+                current,
+                check,
+                await this.store.readyElsewhere(trx, current),
+                at,
+                this.schedule.verifyWindowMs,
+              );
+        let apiKey: string | undefined;
+        if (awaitsApiKey(changed)) {
+          apiKey = randomBytes(64).toString('hex');
+          changed = { ...changed, cname_api_key_hash: hashSecret(apiKey) };
+        }
+        await this.store.recordVerification(trx, id, {
+          status: changed.status,
+          verification_status: changed.verification_status,
+          verification_error: changed.verification_error,
+          last_verified_at: changed.last_verified_at,
+          cname_api_key_hash: changed.cname_api_key_hash,
+          next_check_at: changed.next_check_at,
+          check_claimed_until: changed.check_claimed_until,
+        });
+        return { changed, apiKey };
+      }),
+    );
     const { changed: updated, apiKey } = outcome ?? { changed: await this.store.get(tenantId, id) };
     const record = present(updated, undefined, false);
     return {
@@ -197,15 +213,18 @@ export class DomainVerification {
   async recheck(claim: ClaimedCheck, leaseUntil: string): Promise<boolean> {
     const check = await this.dns.check(claim);
     const { verdict: found, nextCheckAt } = recheckVerdict(claim, check, new Date(), this.schedule);
-    const recorded = await this.takenOnRace(claim.id, this.store.transaction(async (trx) => {
-      const taken = await this.store.readyElsewhere(trx, claim);
-      const updated = await this.store.recordRecheck(trx, claim.id, leaseUntil, {
-        ...(taken ? TAKEN : found),
-        next_check_at: taken ? null : nextCheckAt,
-        check_count: claim.check_count + 1,
-      });
-      return { status: taken ? TAKEN.status : found.status, updated };
-    }));
+    const recorded = await this.takenOnRace(
+      claim.id,
+      this.store.transaction(async (trx) => {
+        const taken = await this.store.readyElsewhere(trx, claim);
+        const updated = await this.store.recordRecheck(trx, claim.id, leaseUntil, {
+          ...(taken ? TAKEN : found),
+          next_check_at: taken ? null : nextCheckAt,
+          check_count: claim.check_count + 1,
+        });
+        return { status: taken ? TAKEN.status : found.status, updated };
+      }),
+    );
     return recorded?.status === 'ready' && recorded.updated;
   }
 

@@ -14,7 +14,15 @@ export type TemplateSources = Partial<Record<TemplatePart, string>>;
 
 /** A context like a real one, to try a template out when it is saved. */
 const SAMPLE: TemplateVariables = {
-  user: { user_id: 'svc|000000000000000000000000', email: 'jane@example.com', email_verified: false, name: 'jane@example.com', nickname: 'jane', user_metadata: {}, app_metadata: {} },
+  user: {
+    user_id: 'svc|000000000000000000000000',
+    email: 'jane@example.com',
+    email_verified: false,
+    name: 'jane@example.com',
+    nickname: 'jane',
+    user_metadata: {},
+    app_metadata: {},
+  },
   url: 'https://login.example.com/u/email-verification?ticket=sample',
   tenant: 'sample',
   custom_domain: { domain: 'login.example.com', domain_metadata: {} },
@@ -46,14 +54,14 @@ export async function checkTemplates(renderer: TemplateRenderer, sources: Templa
     refusal(error, (failure) =>
       failure.kind === 'not_an_address'
         ? emailTemplateErrors.invalidFrom(sources.from)
-        : emailTemplateErrors.invalidLiquid(failure.part, failure.reason));
+        : emailTemplateErrors.invalidLiquid(failure.part, failure.reason),
+    );
   }
 }
 
 /** What rendering a saved template gave: each part, or the reason it was stopped over the time or memory limit. */
 export type RenderResult<S extends TemplateSources> =
-  | { kind: 'rendered'; parts: { [K in keyof S]: string } }
-  | { kind: 'stopped'; reason: string };
+  { kind: 'rendered'; parts: { [K in keyof S]: string } } | { kind: 'stopped'; reason: string };
 
 /**
  * Each part given, rendered: the body as HTML, subject and from as one line of header text. A saved
@@ -69,7 +77,10 @@ export async function renderTemplates<S extends TemplateSources>(
   const parts = partsOf(sources);
   try {
     const outputs = await renderer.render(parts, variables);
-    return { kind: 'rendered', parts: Object.fromEntries(parts.map(({ part }, i) => [part, outputs[i]])) as { [K in keyof S]: string } };
+    return {
+      kind: 'rendered',
+      parts: Object.fromEntries(parts.map(({ part }, i) => [part, outputs[i]])) as { [K in keyof S]: string },
+    };
   } catch (error) {
     if (error instanceof RenderFailure && error.kind === 'stopped') return { kind: 'stopped', reason: error.reason };
     refusal(error, (failure) => emailTemplateErrors.notRendered(failure.reason));

@@ -40,7 +40,8 @@ class NotAnAddress extends Error {}
 async function renderPart(part: TemplatePart, source: string, variables: RenderJob['variables']): Promise<string> {
   const liquid = part === 'body' ? html : text;
   const rendered = await liquid.render(liquid.parse(source), variables);
-  if (part === 'from' && !isAddress(rendered)) throw new NotAnAddress(`from renders to "${rendered}", which is not an email address`);
+  if (part === 'from' && !isAddress(rendered))
+    throw new NotAnAddress(`from renders to "${rendered}", which is not an email address`);
   return part === 'body' ? rendered : rendered.replace(/[\r\n]+/g, ' ').trim();
 }
 

@@ -20,13 +20,15 @@ export interface WorkerSettings {
 
 /** What a render thread answers: once that it is ready, then each part's output until one fails. */
 export type FromWorker =
-  | { kind: 'ready' }
-  | { kind: 'rendered'; output: string }
-  | { kind: 'failed'; reason: string; notAnAddress: boolean };
+  { kind: 'ready' } | { kind: 'rendered'; output: string } | { kind: 'failed'; reason: string; notAnAddress: boolean };
 
 /** A part that did not render: Liquid's reason, a `from` that is no address, or a thread stopped over its limit. */
 export class RenderFailure extends Error {
-  constructor(readonly part: TemplatePart, readonly reason: string, readonly kind: 'liquid' | 'not_an_address' | 'stopped') {
+  constructor(
+    readonly part: TemplatePart,
+    readonly reason: string,
+    readonly kind: 'liquid' | 'not_an_address' | 'stopped',
+  ) {
     super(reason);
   }
 }
@@ -72,7 +74,10 @@ function startWorker(workerData: WorkerSettings): Worker {
   // Node 20 applies no module hooks to a worker's entry (not even from its --import): the thread
   // registers tsx itself, then loads the TypeScript entry.
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return new Worker(`import(${tsx}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`, { ...options, eval: true });
+  return new Worker(`import(${tsx}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`, {
+    ...options,
+    eval: true,
+  });
 }
 
 /**
@@ -135,7 +140,11 @@ export class TemplateRenderer {
   }
 
   private spawn(): void {
-    const thread: Thread = { worker: startWorker({ timeoutMs: this.settings.timeoutMs }), ready: false, running: undefined };
+    const thread: Thread = {
+      worker: startWorker({ timeoutMs: this.settings.timeoutMs }),
+      ready: false,
+      running: undefined,
+    };
     this.threads.add(thread);
     // An idle thread does not keep the process alive; a render in flight does, through its timer.
     thread.worker.unref();
@@ -145,7 +154,10 @@ export class TemplateRenderer {
   }
 
   private run(thread: Thread, pending: Pending): void {
-    const timer = setTimeout(() => this.stop(thread, `rendering took longer than the limit of ${this.settings.timeoutMs} ms`), this.settings.timeoutMs);
+    const timer = setTimeout(
+      () => this.stop(thread, `rendering took longer than the limit of ${this.settings.timeoutMs} ms`),
+      this.settings.timeoutMs,
+    );
     thread.running = { pending, outputs: [], timer };
     thread.worker.postMessage(pending.job);
   }
@@ -164,7 +176,13 @@ export class TemplateRenderer {
       if (outputs.length < pending.job.parts.length) return;
       pending.resolve(outputs);
     } else {
-      pending.reject(new RenderFailure(pending.job.parts[outputs.length]!.part, message.reason, message.notAnAddress ? 'not_an_address' : 'liquid'));
+      pending.reject(
+        new RenderFailure(
+          pending.job.parts[outputs.length]!.part,
+          message.reason,
+          message.notAnAddress ? 'not_an_address' : 'liquid',
+        ),
+      );
     }
     clearTimeout(running.timer);
     thread.running = undefined;
@@ -179,7 +197,9 @@ export class TemplateRenderer {
     thread.running = undefined;
     if (running) {
       clearTimeout(running.timer);
-      running.pending.reject(new RenderFailure(running.pending.job.parts[running.outputs.length]!.part, reason, 'stopped'));
+      running.pending.reject(
+        new RenderFailure(running.pending.job.parts[running.outputs.length]!.part, reason, 'stopped'),
+      );
     }
     if (!this.closed) this.spawn();
   }
@@ -187,7 +207,12 @@ export class TemplateRenderer {
   private crashed(thread: Thread, error: Error): void {
     if (thread.running) {
       const outOfMemory = (error as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY';
-      this.stop(thread, outOfMemory ? `rendering used more than the memory limit of ${THREAD_HEAP_MB} MB` : `rendering failed: ${error.message}`);
+      this.stop(
+        thread,
+        outOfMemory
+          ? `rendering used more than the memory limit of ${THREAD_HEAP_MB} MB`
+          : `rendering failed: ${error.message}`,
+      );
       return;
     }
     this.threads.delete(thread);

@@ -1,34 +1,64 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
-import { CreateEmailTemplateBody, EmailTemplateResponse, TemplateNameParams, UpdateEmailTemplateBody } from './schema.ts';
+import {
+  CreateEmailTemplateBody,
+  EmailTemplateResponse,
+  TemplateNameParams,
+  UpdateEmailTemplateBody,
+} from './schema.ts';
 
 const BASE = '/api/v2/email-templates';
 const tags = ['email-templates'];
 
-export async function emailTemplateRoutes(app: FastifyInstance, services: Pick<Services, 'emailTemplates'>): Promise<void> {
+export async function emailTemplateRoutes(
+  app: FastifyInstance,
+  services: Pick<Services, 'emailTemplates'>,
+): Promise<void> {
   const templates = services.emailTemplates;
 
-  app.post<{ Body: CreateEmailTemplateBody }>(BASE, {
-    config: { scopes: ['create:email_templates'] },
-    schema: {
-      tags, operationId: 'createEmailTemplate', body: CreateEmailTemplateBody, response: { 201: EmailTemplateResponse },
-      summary: 'Store the tenant\'s own version of a template (409 once it has one; PATCH changes it)',
+  app.post<{ Body: CreateEmailTemplateBody }>(
+    BASE,
+    {
+      config: { scopes: ['create:email_templates'] },
+      schema: {
+        tags,
+        operationId: 'createEmailTemplate',
+        body: CreateEmailTemplateBody,
+        response: { 201: EmailTemplateResponse },
+        summary: "Store the tenant's own version of a template (409 once it has one; PATCH changes it)",
+      },
     },
-  }, async (request, reply) => reply.code(201).send(await templates.create(request.tenant.id, request.body)));
+    async (request, reply) => reply.code(201).send(await templates.create(request.tenant.id, request.body)),
+  );
 
-  app.get<{ Params: TemplateNameParams }>(`${BASE}/:templateName`, {
-    config: { scopes: ['read:email_templates'] },
-    schema: {
-      tags, operationId: 'getEmailTemplate', params: TemplateNameParams, response: { 200: EmailTemplateResponse },
-      summary: 'Get an email template (the built-in default until the tenant stores its own)',
+  app.get<{ Params: TemplateNameParams }>(
+    `${BASE}/:templateName`,
+    {
+      config: { scopes: ['read:email_templates'] },
+      schema: {
+        tags,
+        operationId: 'getEmailTemplate',
+        params: TemplateNameParams,
+        response: { 200: EmailTemplateResponse },
+        summary: 'Get an email template (the built-in default until the tenant stores its own)',
+      },
     },
-  }, async (request) => templates.get(request.tenant.id, request.params.templateName));
+    async (request) => templates.get(request.tenant.id, request.params.templateName),
+  );
 
-  app.patch<{ Params: TemplateNameParams; Body: UpdateEmailTemplateBody }>(`${BASE}/:templateName`, {
-    config: { scopes: ['update:email_templates'] },
-    schema: {
-      tags, operationId: 'updateEmailTemplate', params: TemplateNameParams, body: UpdateEmailTemplateBody, response: { 200: EmailTemplateResponse },
-      summary: 'Change members of an email template; null restores a member\'s default',
+  app.patch<{ Params: TemplateNameParams; Body: UpdateEmailTemplateBody }>(
+    `${BASE}/:templateName`,
+    {
+      config: { scopes: ['update:email_templates'] },
+      schema: {
+        tags,
+        operationId: 'updateEmailTemplate',
+        params: TemplateNameParams,
+        body: UpdateEmailTemplateBody,
+        response: { 200: EmailTemplateResponse },
+        summary: "Change members of an email template; null restores a member's default",
+      },
     },
-  }, async (request) => templates.update(request.tenant.id, request.params.templateName, request.body));
+    async (request) => templates.update(request.tenant.id, request.params.templateName, request.body),
+  );
 }

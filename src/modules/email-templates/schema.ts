@@ -12,32 +12,74 @@ export const DEFAULT_LINK_LIFETIME_SECONDS = 432_000;
 /** http(s) only: the link's redirect must never become a javascript: or data: URL. */
 export const RESULT_URL_PATTERN = '^https?://[^\\s]+$';
 
-const TemplateNameSchema = Type.Union(TEMPLATE_NAMES.map((name) => Type.Literal(name)), {
-  description: 'Template name; only verify_email is supported',
-});
+const TemplateNameSchema = Type.Union(
+  TEMPLATE_NAMES.map((name) => Type.Literal(name)),
+  {
+    description: 'Template name; only verify_email is supported',
+  },
+);
 
 /** `null` restores a member's default. One schema with two types, so a failure names its real cause. */
 const nullable = <T extends TSchema>(schema: T) =>
-  Type.Unsafe<Static<T> | null>({ ...(JSON.parse(JSON.stringify(schema)) as object), type: [schema.type as string, 'null'] });
+  Type.Unsafe<Static<T> | null>({
+    ...(JSON.parse(JSON.stringify(schema)) as object),
+    type: [schema.type as string, 'null'],
+  });
 
 const members = {
-  body: Type.Optional(nullable(Type.String({ minLength: 1, maxLength: 100_000, description: 'Liquid source of the HTML body' }))),
-  from: Type.Optional(nullable(Type.String({ minLength: 3, maxLength: 320, description: 'From address; may use Liquid' }))),
-  resultUrl: Type.Optional(nullable(Type.String({ maxLength: 2048, pattern: RESULT_URL_PATTERN, description: 'Where the verification link redirects once used (http or https)' }))),
-  subject: Type.Optional(nullable(Type.String({ minLength: 1, maxLength: 512, description: 'Liquid source of the subject' }))),
-  syntax: Type.Optional(Type.Unsafe<'liquid' | null>({ type: ['string', 'null'], enum: ['liquid', null], description: 'Syntax of the template; only liquid' })),
-  urlLifetimeInSeconds: Type.Optional(nullable(Type.Integer({ minimum: 0, maximum: MAX_LINK_LIFETIME_SECONDS, description: 'Lifetime of the link in the email; 0 or absent: five days' }))),
-  includeEmailInRedirect: Type.Optional(Type.Boolean({ description: 'Whether the redirect to resultUrl carries the email address' })),
+  body: Type.Optional(
+    nullable(Type.String({ minLength: 1, maxLength: 100_000, description: 'Liquid source of the HTML body' })),
+  ),
+  from: Type.Optional(
+    nullable(Type.String({ minLength: 3, maxLength: 320, description: 'From address; may use Liquid' })),
+  ),
+  resultUrl: Type.Optional(
+    nullable(
+      Type.String({
+        maxLength: 2048,
+        pattern: RESULT_URL_PATTERN,
+        description: 'Where the verification link redirects once used (http or https)',
+      }),
+    ),
+  ),
+  subject: Type.Optional(
+    nullable(Type.String({ minLength: 1, maxLength: 512, description: 'Liquid source of the subject' })),
+  ),
+  syntax: Type.Optional(
+    Type.Unsafe<'liquid' | null>({
+      type: ['string', 'null'],
+      enum: ['liquid', null],
+      description: 'Syntax of the template; only liquid',
+    }),
+  ),
+  urlLifetimeInSeconds: Type.Optional(
+    nullable(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_LINK_LIFETIME_SECONDS,
+        description: 'Lifetime of the link in the email; 0 or absent: five days',
+      }),
+    ),
+  ),
+  includeEmailInRedirect: Type.Optional(
+    Type.Boolean({ description: 'Whether the redirect to resultUrl carries the email address' }),
+  ),
   enabled: Type.Optional(nullable(Type.Boolean({ description: 'false: no verification email is sent' }))),
 };
 
 export const TemplateNameParams = Type.Object({ templateName: TemplateNameSchema }, { additionalProperties: false });
 export type TemplateNameParams = Static<typeof TemplateNameParams>;
 
-export const CreateEmailTemplateBody = Type.Object({ template: TemplateNameSchema, ...members }, { additionalProperties: false });
+export const CreateEmailTemplateBody = Type.Object(
+  { template: TemplateNameSchema, ...members },
+  { additionalProperties: false },
+);
 export type CreateEmailTemplateBody = Static<typeof CreateEmailTemplateBody>;
 
-export const UpdateEmailTemplateBody = Type.Object({ template: Type.Optional(TemplateNameSchema), ...members }, { additionalProperties: false });
+export const UpdateEmailTemplateBody = Type.Object(
+  { template: Type.Optional(TemplateNameSchema), ...members },
+  { additionalProperties: false },
+);
 export type UpdateEmailTemplateBody = Static<typeof UpdateEmailTemplateBody>;
 
 /** The original's template object, in its key order; unset optional members are omitted. */

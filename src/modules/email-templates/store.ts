@@ -52,7 +52,10 @@ export class EmailTemplateStore {
   /** False when the tenant already has its own template by that name. */
   async insert(tenantId: string, template: EmailTemplate, at: string): Promise<boolean> {
     try {
-      await this.database.db.insertInto('email_templates').values(toRow(tenantId, template, at)).execute();
+      await this.database.db
+        .insertInto('email_templates')
+        .values(toRow(tenantId, template, at))
+        .execute();
       return true;
     } catch (error) {
       if (isUniqueViolation(error)) return false;
@@ -65,7 +68,12 @@ export class EmailTemplateStore {
    * none, so the row exists to lock and concurrent changes apply one after another; `change` is given
    * the stored template and its result is stored.
    */
-  async update(tenantId: string, initial: EmailTemplate, change: (current: EmailTemplate) => EmailTemplate, at: string): Promise<EmailTemplate> {
+  async update(
+    tenantId: string,
+    initial: EmailTemplate,
+    change: (current: EmailTemplate) => EmailTemplate,
+    at: string,
+  ): Promise<EmailTemplate> {
     const name = initial.template;
     return this.database.db.transaction().execute(async (trx) => {
       await trx
@@ -82,7 +90,12 @@ export class EmailTemplateStore {
         .executeTakeFirstOrThrow();
       const template = change(toTemplate(row));
       const { tenant_id: _tenant, template: _name, ...set } = toRow(tenantId, template, at);
-      await trx.updateTable('email_templates').set(set).where('tenant_id', '=', tenantId).where('template', '=', name).execute();
+      await trx
+        .updateTable('email_templates')
+        .set(set)
+        .where('tenant_id', '=', tenantId)
+        .where('template', '=', name)
+        .execute();
       return template;
     });
   }

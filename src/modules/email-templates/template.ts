@@ -46,6 +46,7 @@ export function mergeTemplate(base: EmailTemplate, changes: TemplateChanges): Em
     includeEmailInRedirect: pick('includeEmailInRedirect'),
     enabled: pick('enabled'),
   };
-  for (const key of ['from', 'resultUrl', 'urlLifetimeInSeconds'] as const) if (merged[key] === undefined) delete merged[key];
+  for (const key of ['from', 'resultUrl', 'urlLifetimeInSeconds'] as const)
+    if (merged[key] === undefined) delete merged[key];
   return merged;
 }

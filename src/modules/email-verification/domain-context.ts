@@ -12,22 +12,35 @@ export interface DomainContext {
 
 // A canonical domain may carry a port (`localhost:8080`); custom domains never do.
 const DomainHeader = (description: string) =>
-  Type.String({ minLength: 3, maxLength: 255, pattern: HOSTNAME_PATTERN.replace(/\$$/, '(:[0-9]{1,5})?$'), description });
+  Type.String({
+    minLength: 3,
+    maxLength: 255,
+    pattern: HOSTNAME_PATTERN.replace(/\$$/, '(:[0-9]{1,5})?$'),
+    description,
+  });
 
 /** Headers of the operations that send emails or build links; `auth0-custom-domain` is the original's name. */
 export const CustomDomainHeaders = Type.Object({
-  'svc-custom-domain': Type.Optional(DomainHeader('Custom domain whose context applies to the emails and links of this request; default: the default domain')),
-  'auth0-custom-domain': Type.Optional(DomainHeader('The original\'s name of svc-custom-domain')),
+  'svc-custom-domain': Type.Optional(
+    DomainHeader(
+      'Custom domain whose context applies to the emails and links of this request; default: the default domain',
+    ),
+  ),
+  'auth0-custom-domain': Type.Optional(DomainHeader("The original's name of svc-custom-domain")),
 });
 export type CustomDomainHeaders = Static<typeof CustomDomainHeaders>;
 
-const contextOf = (record: EmailDomain): DomainContext => ({ domain: record.domain, domain_metadata: record.domain_metadata });
+const contextOf = (record: EmailDomain): DomainContext => ({
+  domain: record.domain,
+  domain_metadata: record.domain_metadata,
+});
 
 /** The domain the headers ask for, lower-cased; undefined without them. Both names given must agree. */
 export function requestedDomain(headers: CustomDomainHeaders): string | undefined {
   const ours = headers['svc-custom-domain']?.toLowerCase();
   const original = headers['auth0-custom-domain']?.toLowerCase();
-  if (ours !== undefined && original !== undefined && ours !== original) throw emailVerificationErrors.conflictingDomainHeaders();
+  if (ours !== undefined && original !== undefined && ours !== original)
+    throw emailVerificationErrors.conflictingDomainHeaders();
   return ours ?? original;
 }
 
@@ -38,7 +51,11 @@ export function requestedDomain(headers: CustomDomainHeaders): string | undefine
  *   default. A default that is no longer ready cannot be used: then the only ready custom domain
  *   serves, several are a 409 (the caller must choose with the header), none leaves the canonical.
  */
-export function chooseDomainContext(canonical: DomainContext, requested: string | undefined, records: readonly EmailDomain[]): DomainContext {
+export function chooseDomainContext(
+  canonical: DomainContext,
+  requested: string | undefined,
+  records: readonly EmailDomain[],
+): DomainContext {
   const ready = records.filter((record) => record.status === 'ready');
   if (requested !== undefined) {
     const chosen = ready.find((record) => record.domain === requested);

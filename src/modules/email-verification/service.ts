@@ -39,7 +39,7 @@ export type EmailWrite = (trx: Tx) => Promise<string>;
  * otherwise an email goes out unless `email_verified` is true.
  */
 export const wantsVerificationEmail = (input: Pick<CreateUserInput, 'verify_email' | 'email_verified'>): boolean =>
-  input.verify_email ?? (input.email_verified !== true);
+  input.verify_email ?? input.email_verified !== true;
 
 /** The sender when the template names none: MAIL_FROM, or no-reply@ the context's domain (without its port). */
 export const defaultSender = (mailFrom: string | undefined, domain: string): string =>
@@ -76,11 +76,18 @@ export class VerificationEmailService {
    * queues it in the user's transaction; undefined when none goes out (see wantsVerificationEmail, and a
    * disabled template).
    */
-  async forNewUser(tenant: Tenant, input: CreateUserInput, context: DomainContext): Promise<PrepareUserWrite | undefined> {
+  async forNewUser(
+    tenant: Tenant,
+    input: CreateUserInput,
+    context: DomainContext,
+  ): Promise<PrepareUserWrite | undefined> {
     if (!wantsVerificationEmail(input)) return undefined;
     const template = await this.template(tenant.id);
     if (!template) return undefined;
-    return async (user) => (typeof user.email === 'string' ? this.prepare(tenant, { ...user, email: user.email }, template, context) : undefined);
+    return async (user) =>
+      typeof user.email === 'string'
+        ? this.prepare(tenant, { ...user, email: user.email }, template, context)
+        : undefined;
   }
 
   /** Renders one verification email, outside any transaction; the returned write stores its ticket and queues it. */
@@ -98,15 +105,30 @@ export class VerificationEmailService {
     const sender = defaultSender(this.settings.mailFrom, context.domain);
     const rendered = await renderTemplates(
       this.renderer,
-      { body: template.body, subject: template.subject, ...(template.from === undefined ? {} : { from: template.from }) },
+      {
+        body: template.body,
+        subject: template.subject,
+        ...(template.from === undefined ? {} : { from: template.from }),
+      },
       variables,
     );
     if (rendered.kind === 'stopped') {
       // Over the time or memory limit for this user's data: the change that sends the email still goes
       // through, and the email is recorded failed with the reason, for the operator and the job to see.
       const failure = emailTemplateErrors.notRendered(rendered.reason).message;
-      this.logger.warn({ tenant: tenant.id, template: template.template, reason: failure }, 'verification email not rendered: over the render limit');
-      const failed = { tenantId: tenant.id, template: template.template, to: user.email, from: sender, subject: '', html: '', failure };
+      this.logger.warn(
+        { tenant: tenant.id, template: template.template, reason: failure },
+        'verification email not rendered: over the render limit',
+      );
+      const failed = {
+        tenantId: tenant.id,
+        template: template.template,
+        to: user.email,
+        from: sender,
+        subject: '',
+        html: '',
+        failure,
+      };
       return (trx) => this.outbox.queue(trx, failed);
     }
     const { from, subject, body } = rendered.parts;

@@ -18,7 +18,10 @@ const isoMs = (value: string): string => new Date(value).toISOString();
 /** A comma-separated query value; blanks dropped, and undefined when nothing is left. */
 export function commaList(raw: string | undefined): string[] | undefined {
   if (raw === undefined) return undefined;
-  const values = raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
+  const values = raw
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
   return values.length === 0 ? undefined : values;
 }
 

@@ -27,8 +27,20 @@ export interface SealedDestination {
  * replace them (a forged `webhook-signature`, a `host` aimed at another virtual host, a broken framing).
  */
 const RESERVED_HEADERS = new Set([
-  'host', 'content-type', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect',
-  'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature',
+  'host',
+  'content-type',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'user-agent',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
 ]);
 
 /**
@@ -47,7 +59,10 @@ export function openSecret(secretBox: SecretBox, sealed: string | null): string 
  * `guard` undefined: development mode (DELIVERY_ALLOW_HTTP), where endpoints may be http:// and at any address.
  */
 export class Destinations {
-  constructor(private readonly secretBox: SecretBox, private readonly guard: EndpointGuard | undefined) {}
+  constructor(
+    private readonly secretBox: SecretBox,
+    private readonly guard: EndpointGuard | undefined,
+  ) {}
 
   /**
    * Everything about a destination that needs no stored stream, DNS included: run before any
@@ -71,7 +86,10 @@ export class Destinations {
    * given: the same method and the same origin. Anyone allowed to update a stream must not be able to
    * send its secret to an address of their choosing without knowing it.
    */
-  seal({ endpoint, auth }: CheckedWebhook, current: { destination: string; secret: string | null } | undefined): SealedDestination {
+  seal(
+    { endpoint, auth }: CheckedWebhook,
+    current: { destination: string; secret: string | null } | undefined,
+  ): SealedDestination {
     const stored = current ? (JSON.parse(current.destination) as PublicDestination).configuration : undefined;
     const kept = stored?.webhook_authorization.method === auth.method && current?.secret ? current.secret : null;
     const missing = (name: string, why?: string) =>
@@ -108,7 +126,13 @@ export class Destinations {
         secret = sealed(auth.header_value, 'header_value');
         break;
     }
-    return { destination: { type: 'webhook', configuration: { webhook_endpoint: endpoint, webhook_authorization: publicAuth } }, secret };
+    return {
+      destination: {
+        type: 'webhook',
+        configuration: { webhook_endpoint: endpoint, webhook_authorization: publicAuth },
+      },
+      secret,
+    };
   }
 
   /** https:// only, at public addresses or allow-listed ones (see EndpointGuard); anything in development mode. */

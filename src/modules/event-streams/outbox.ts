@@ -68,7 +68,15 @@ export class EventOutbox {
         source ??= await sourceOf(this.tenants, trx, tenantId);
         const at = now();
         const id = newId.event();
-        events.push({ id, tenant_id: tenantId, type: input.type, time: at, source, data: JSON.stringify(input.data), purpose: null });
+        events.push({
+          id,
+          tenant_id: tenantId,
+          type: input.type,
+          time: at,
+          source,
+          data: JSON.stringify(input.data),
+          purpose: null,
+        });
         for (const streamId of targets) deliveries.push(pendingDelivery(streamId, id, input.type, at));
       }
     }

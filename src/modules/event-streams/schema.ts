@@ -4,12 +4,31 @@ import { idPattern } from '../../ids.ts';
 
 /** Event types a stream can subscribe to (spec section 6, plus the SDK's connection.*). */
 export const EVENT_TYPES = [
-  'group.created', 'group.deleted', 'group.updated', 'group.member.added', 'group.member.deleted', 'group.role.assigned',
-  'group.role.deleted', 'organization.created', 'organization.deleted', 'organization.updated', 'organization.connection.added',
-  'organization.connection.removed', 'organization.connection.updated', 'organization.group.role.assigned',
-  'organization.group.role.deleted', 'organization.member.added', 'organization.member.deleted',
-  'organization.member.role.assigned', 'organization.member.role.deleted', 'user.created', 'user.deleted', 'user.updated',
-  'connection.created', 'connection.deleted', 'connection.updated',
+  'group.created',
+  'group.deleted',
+  'group.updated',
+  'group.member.added',
+  'group.member.deleted',
+  'group.role.assigned',
+  'group.role.deleted',
+  'organization.created',
+  'organization.deleted',
+  'organization.updated',
+  'organization.connection.added',
+  'organization.connection.removed',
+  'organization.connection.updated',
+  'organization.group.role.assigned',
+  'organization.group.role.deleted',
+  'organization.member.added',
+  'organization.member.deleted',
+  'organization.member.role.assigned',
+  'organization.member.role.deleted',
+  'user.created',
+  'user.deleted',
+  'user.updated',
+  'connection.created',
+  'connection.deleted',
+  'connection.updated',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -49,7 +68,9 @@ export const Destination = Type.Object(
     type: Type.Union([Type.Literal('webhook'), Type.Literal('eventbridge'), Type.Literal('action')]),
     configuration: Type.Object(
       {
-        webhook_endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'URL of the webhook' })),
+        webhook_endpoint: Type.Optional(
+          Type.String({ minLength: 1, maxLength: 2048, description: 'URL of the webhook' }),
+        ),
         webhook_authorization: Type.Optional(Authorization),
       },
       { additionalProperties: true },
@@ -60,17 +81,30 @@ export const Destination = Type.Object(
 export type Destination = Static<typeof Destination>;
 
 const Name = Type.String({ minLength: 1, maxLength: 128, description: 'Name of the event stream.' });
-const Subscriptions = Type.Array(Type.Object({ event_type: EventTypeSchema }, { additionalProperties: false }), { minItems: 1, maxItems: 100 });
+const Subscriptions = Type.Array(Type.Object({ event_type: EventTypeSchema }, { additionalProperties: false }), {
+  minItems: 1,
+  maxItems: 100,
+});
 const Status = Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]);
 
 export const CreateStreamBody = Type.Object(
-  { name: Type.Optional(Name), subscriptions: Type.Optional(Subscriptions), destination: Destination, status: Type.Optional(Status) },
+  {
+    name: Type.Optional(Name),
+    subscriptions: Type.Optional(Subscriptions),
+    destination: Destination,
+    status: Type.Optional(Status),
+  },
   { additionalProperties: false },
 );
 export type CreateStreamBody = Static<typeof CreateStreamBody>;
 
 export const UpdateStreamBody = Type.Object(
-  { name: Type.Optional(Name), subscriptions: Type.Optional(Subscriptions), destination: Type.Optional(Destination), status: Type.Optional(Status) },
+  {
+    name: Type.Optional(Name),
+    subscriptions: Type.Optional(Subscriptions),
+    destination: Type.Optional(Destination),
+    status: Type.Optional(Status),
+  },
   { additionalProperties: false },
 );
 export type UpdateStreamBody = Static<typeof UpdateStreamBody>;
@@ -78,7 +112,9 @@ export type UpdateStreamBody = Static<typeof UpdateStreamBody>;
 export const ListQuery = Type.Object(
   {
     from: Type.Optional(Type.String({ maxLength: 256, description: 'Cursor from which to start selection' })),
-    take: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Number of results per page. Defaults to 50.' })),
+    take: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100, description: 'Number of results per page. Defaults to 50.' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -93,7 +129,9 @@ export const DeliveriesQuery = Type.Object(
     date_from: Type.Optional(DateTime),
     date_to: Type.Optional(DateTime),
     from: Type.Optional(Type.String({ maxLength: 256, description: 'Cursor from which to start selection' })),
-    take: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Number of results per page. Defaults to 50.' })),
+    take: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100, description: 'Number of results per page. Defaults to 50.' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -139,7 +177,8 @@ export const CreateSigningSecretBody = Type.Object(
       Type.Integer({
         minimum: 0,
         maximum: MAX_OVERLAP_SECONDS,
-        description: 'How long the secret being replaced keeps signing alongside the new one, in seconds (default 86400; 0: not at all).',
+        description:
+          'How long the secret being replaced keeps signing alongside the new one, in seconds (default 86400; 0: not at all).',
       }),
     ),
   },
@@ -151,7 +190,9 @@ export const SigningSecret = Type.Object(
   {
     id: Type.String({ description: 'Unique identifier for the signing secret' }),
     created_at: Type.String({ format: 'date-time' }),
-    expires_at: Type.Optional(Type.String({ format: 'date-time', description: 'When a replaced secret stops signing' })),
+    expires_at: Type.Optional(
+      Type.String({ format: 'date-time', description: 'When a replaced secret stops signing' }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -20,7 +20,8 @@ export function newSigningSecret(at: string): StoredSigningSecret {
 }
 
 /** The HMAC key of a secret: the base64-decoded part after `whsec_`. */
-export const signingKey = (stored: StoredSigningSecret): Buffer => Buffer.from(stored.secret.slice(PREFIX.length), 'base64');
+export const signingKey = (stored: StoredSigningSecret): Buffer =>
+  Buffer.from(stored.secret.slice(PREFIX.length), 'base64');
 
 /** The secrets still signing at `at`, newest first. */
 export function live(secrets: readonly StoredSigningSecret[], at: string): StoredSigningSecret[] {
@@ -31,7 +32,12 @@ export function live(secrets: readonly StoredSigningSecret[], at: string): Store
  * After a rotation: the fresh secret first; the one it replaces keeps signing until `overlapSeconds`
  * from now (not at all when 0); any older one goes, so two secrets at most sign at once.
  */
-export function rotate(secrets: readonly StoredSigningSecret[], fresh: StoredSigningSecret, at: string, overlapSeconds: number): StoredSigningSecret[] {
+export function rotate(
+  secrets: readonly StoredSigningSecret[],
+  fresh: StoredSigningSecret,
+  at: string,
+  overlapSeconds: number,
+): StoredSigningSecret[] {
   const [current] = live(secrets, at);
   if (current === undefined || overlapSeconds === 0) return [fresh];
   const expires = new Date(Date.parse(at) + overlapSeconds * 1000).toISOString();

@@ -4,7 +4,13 @@ import { eventStreamErrors } from '../../http/errors.ts';
 import type { SecretBox } from '../../secret-box.ts';
 import type { CreateSigningSecretBody, SigningSecretCreated, SigningSecretList } from './schema.ts';
 import {
-  live, newSigningSecret, openSigningSecrets, rotate, sealSigningSecrets, without, withoutSecret,
+  live,
+  newSigningSecret,
+  openSigningSecrets,
+  rotate,
+  sealSigningSecrets,
+  without,
+  withoutSecret,
 } from './signing-secret-rotation.ts';
 import type { StreamStore } from './store/streams.ts';
 import { existingStream } from './streams.ts';
@@ -43,7 +49,12 @@ export class SigningSecrets {
       const row = await existingStream(this.store, tenantId, streamId, { trx, lock: true });
       const secrets = live(openSigningSecrets(this.secretBox, row.signing_secrets), now());
       if (!secrets.some((s) => s.id === secretId)) throw eventStreamErrors.signingSecretNotFound();
-      await this.store.setSigningSecrets(trx, tenantId, streamId, sealSigningSecrets(this.secretBox, without(secrets, secretId)));
+      await this.store.setSigningSecrets(
+        trx,
+        tenantId,
+        streamId,
+        sealSigningSecrets(this.secretBox, without(secrets, secretId)),
+      );
     });
   }
 

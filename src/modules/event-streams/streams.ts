@@ -67,9 +67,13 @@ export class Streams {
     return present(await existingStream(this.store, tenantId, id));
   }
 
-  async list(tenantId: string, options: { from?: string; take?: number }): Promise<{ eventStreams: EventStream[]; next?: string }> {
+  async list(
+    tenantId: string,
+    options: { from?: string; take?: number },
+  ): Promise<{ eventStreams: EventStream[]; next?: string }> {
     const take = options.take ?? DEFAULT_TAKE;
-    const after = options.from === undefined ? undefined : decodeCursor(options.from, (id) => idPattern.eventStream.test(id));
+    const after =
+      options.from === undefined ? undefined : decodeCursor(options.from, (id) => idPattern.eventStream.test(id));
     const rows = await this.store.page(tenantId, after, take + 1);
     const page = rows.slice(0, take);
     const last = page[page.length - 1];
@@ -84,7 +88,12 @@ export class Streams {
       if (input.name !== undefined) changed.name = input.name;
       // Setting the status (enabled again after the server disabled it) starts the stream's failures over.
       if (input.status !== undefined) {
-        Object.assign(changed, { status: input.status, consecutive_failures: 0, circuit_open_until: null, status_reason: null });
+        Object.assign(changed, {
+          status: input.status,
+          consecutive_failures: 0,
+          circuit_open_until: null,
+          status_reason: null,
+        });
       }
       if (input.subscriptions !== undefined) changed.subscriptions = JSON.stringify(input.subscriptions);
       if (webhook !== undefined) {

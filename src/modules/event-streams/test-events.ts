@@ -19,7 +19,14 @@ export function sampleData(type: string): unknown {
     name: 'John Doe',
     nickname: 'john.doe',
     picture: 'https://example.com/avatar.png',
-    identities: [{ connection: 'Username-Password-Authentication', user_id: '507f1f77bcf86cd799439020', provider: 'svc', isSocial: false }],
+    identities: [
+      {
+        connection: 'Username-Password-Authentication',
+        user_id: '507f1f77bcf86cd799439020',
+        provider: 'svc',
+        isSocial: false,
+      },
+    ],
     created_at: '2025-01-01T00:00:00.000Z',
     updated_at: '2025-01-01T00:00:00.000Z',
   };
@@ -44,13 +51,22 @@ export class TestEvents {
       const source = await sourceOf(this.tenants, trx, tenantId);
       const at = now();
       const event: EventRow = {
-        id: newId.event(), tenant_id: tenantId, type: input.event_type, time: at, source,
-        data: JSON.stringify(input.data ?? sampleData(input.event_type)), purpose: 'test',
+        id: newId.event(),
+        tenant_id: tenantId,
+        type: input.event_type,
+        time: at,
+        source,
+        data: JSON.stringify(input.data ?? sampleData(input.event_type)),
+        purpose: 'test',
       };
       await this.deliveries.insertOne(trx, event, pendingDelivery(streamId, event.id, input.event_type, at));
       await this.queued(trx);
       return {
-        id: event.id, event_stream_id: streamId, event_type: input.event_type, status: 'pending', attempts: [],
+        id: event.id,
+        event_stream_id: streamId,
+        event_type: input.event_type,
+        status: 'pending',
+        attempts: [],
         event: envelope(event, streamId),
       };
     });

@@ -5,12 +5,14 @@ import type { SigningKeyService } from '../signing-keys/service.ts';
 import type { Tenant, TenantService } from '../tenants/service.ts';
 import { checkClaims, issuerOf, type AccessTokenClaims } from './claims.ts';
 
-export {
-  domainOfAudience, domainOfIssuer, issuerOf, managementAudienceOf, type AccessTokenClaims,
-} from './claims.ts';
+export { domainOfAudience, domainOfIssuer, issuerOf, managementAudienceOf, type AccessTokenClaims } from './claims.ts';
 
 // With a callback, crypto.sign runs on libuv's thread pool, so RSA signing uses every core.
-const sign = promisify(signAsync) as (algorithm: string, data: Buffer, key: import('node:crypto').KeyObject) => Promise<Buffer>;
+const sign = promisify(signAsync) as (
+  algorithm: string,
+  data: Buffer,
+  key: import('node:crypto').KeyObject,
+) => Promise<Buffer>;
 
 /** Who is calling, as a verified token says. */
 export interface Principal {
@@ -56,7 +58,13 @@ export class AccessTokenService {
     private readonly lifetimeSeconds: number,
   ) {}
 
-  async issue(input: { tenant: Tenant; domain: string; clientId: string; audience: string; scopes: readonly string[] }): Promise<{ accessToken: string; expiresIn: number }> {
+  async issue(input: {
+    tenant: Tenant;
+    domain: string;
+    clientId: string;
+    audience: string;
+    scopes: readonly string[];
+  }): Promise<{ accessToken: string; expiresIn: number }> {
     const key = await this.keys.current(input.tenant.id);
     const iat = Math.floor(Date.now() / 1000);
     const header = encodeJson({ alg: 'RS256', typ: 'JWT', kid: key.kid });
@@ -81,8 +89,14 @@ export class AccessTokenService {
     const signature = token.slice(token.lastIndexOf('.') + 1);
     const cached = this.verified.get(signature);
     if (cached && cached.token === token) {
-      if (cached.principal.tenantId === tenant.id && cached.expiresAtMs > Date.now() && keys.byKid.has(cached.kid)
-        && domains.has(cached.issuerDomain) && domains.has(cached.audienceDomain)) return cached.principal;
+      if (
+        cached.principal.tenantId === tenant.id &&
+        cached.expiresAtMs > Date.now() &&
+        keys.byKid.has(cached.kid) &&
+        domains.has(cached.issuerDomain) &&
+        domains.has(cached.audienceDomain)
+      )
+        return cached.principal;
       this.verified.delete(signature);
     }
 
@@ -124,4 +138,3 @@ function parseSegment(segment: string): Record<string, unknown> {
   }
   throw tokenRefused.invalid();
 }
-

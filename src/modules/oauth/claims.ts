@@ -17,7 +17,10 @@ export const managementAudienceOf = (domain: string): string => `https://${domai
 
 /** The inverse of issuerOf and managementAudienceOf, so a claim is checked with one Set lookup. */
 const domainIn = (claim: unknown, suffix: string): string | undefined =>
-  typeof claim === 'string' && claim.length > 8 + suffix.length && claim.startsWith('https://') && claim.endsWith(suffix)
+  typeof claim === 'string' &&
+  claim.length > 8 + suffix.length &&
+  claim.startsWith('https://') &&
+  claim.endsWith(suffix)
     ? claim.slice(8, -suffix.length)
     : undefined;
 export const domainOfIssuer = (iss: unknown): string | undefined => domainIn(iss, '/');

@@ -19,7 +19,10 @@ export class ClientAuthenticationLimit {
    */
   async begin(tenantId: string, clientId: string, ip: string): Promise<number> {
     const keys = [clientKey(tenantId, clientId, ip), addressKey(tenantId, ip)] as const;
-    const [client, address] = await Promise.all([this.limiters.perClient.take(keys[0]), this.limiters.perAddress.take(keys[1])]);
+    const [client, address] = await Promise.all([
+      this.limiters.perClient.take(keys[0]),
+      this.limiters.perAddress.take(keys[1]),
+    ]);
     if (client.allowed && address.allowed) return 0;
     // Refused before any comparison: the attempt counts against neither bucket.
     await Promise.all([
@@ -38,5 +41,6 @@ export class ClientAuthenticationLimit {
   }
 }
 
-const clientKey = (tenantId: string, clientId: string, ip: string) => `token-failures:${tenantId}:${clientAddress(ip)}:${clientId}`;
+const clientKey = (tenantId: string, clientId: string, ip: string) =>
+  `token-failures:${tenantId}:${clientAddress(ip)}:${clientId}`;
 const addressKey = (tenantId: string, ip: string) => `token-failures:${tenantId}:${clientAddress(ip)}`;

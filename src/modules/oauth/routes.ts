@@ -4,8 +4,17 @@ import { domainOfAudience } from './access-tokens.ts';
 import { ClientAuthenticationLimit } from './client-authentication-limit.ts';
 
 /** OAuth errors keep OAuth's own shape, not the Management API's. */
-function oauthError(reply: FastifyReply, status: number, error: string, description: string, extra: Record<string, string> = {}) {
-  return reply.code(status).header('cache-control', 'no-store').send({ error, error_description: description, ...extra });
+function oauthError(
+  reply: FastifyReply,
+  status: number,
+  error: string,
+  description: string,
+  extra: Record<string, string> = {},
+) {
+  return reply
+    .code(status)
+    .header('cache-control', 'no-store')
+    .send({ error, error_description: description, ...extra });
 }
 
 /** RFC 6749 §2.3.1: Basic credentials are form-urlencoded before base64. */
@@ -41,50 +50,75 @@ export async function oauthRoutes(
     services.signingKeys.jwks(request.tenant.id),
   );
 
-  app.post('/oauth/token', { config: { public: true }, schema: { hide: true } }, async (request: FastifyRequest, reply) => {
-    const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
-    const grantType = field(body, 'grant_type');
-    if (!grantType) return oauthError(reply, 400, 'invalid_request', 'Missing required parameter: grant_type');
-    if (grantType !== 'client_credentials') {
-      return oauthError(reply, 400, 'unsupported_grant_type', `Unsupported grant type: ${grantType}`);
-    }
-    const basic = basicCredentials(request.headers.authorization);
-    const clientId = basic?.id ?? field(body, 'client_id');
-    const clientSecret = basic?.secret ?? field(body, 'client_secret');
-    if (!clientId) return oauthError(reply, 400, 'invalid_request', 'Missing required parameter: client_id');
+  app.post(
+    '/oauth/token',
+    { config: { public: true }, schema: { hide: true } },
+    async (request: FastifyRequest, reply) => {
+      const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
+      const grantType = field(body, 'grant_type');
+      if (!grantType) return oauthError(reply, 400, 'invalid_request', 'Missing required parameter: grant_type');
+      if (grantType !== 'client_credentials') {
+        return oauthError(reply, 400, 'unsupported_grant_type', `Unsupported grant type: ${grantType}`);
+      }
+      const basic = basicCredentials(request.headers.authorization);
+      const clientId = basic?.id ?? field(body, 'client_id');
+      const clientSecret = basic?.secret ?? field(body, 'client_secret');
+      if (!clientId) return oauthError(reply, 400, 'invalid_request', 'Missing required parameter: client_id');
 
-    // No client has such an id: refused before it could name a bucket or fill a log line.
-    if (clientId.length > MAX_CLIENT_ID_LENGTH) return oauthError(reply, 401, 'access_denied', 'Unauthorized');
+      // No client has such an id: refused before it could name a bucket or fill a log line.
+      if (clientId.length > MAX_CLIENT_ID_LENGTH) return oauthError(reply, 401, 'access_denied', 'Unauthorized');
 
-    const { tenant, domain } = request.tenantHost;
-    const wait = await failures.begin(tenant.id, clientId, request.ip);
-    if (wait > 0) {
-      request.log.warn({ clientId, tenantId: tenant.id }, 'client authentication refused: too many failed attempts');
-      reply.header('retry-after', String(wait));
-      return oauthError(reply, 429, 'too_many_attempts', 'Too many failed client authentication attempts. Try again later.');
-    }
-    const client = clientSecret ? await services.clients.authenticate(tenant.id, clientId, clientSecret) : undefined;
-    if (!client) return oauthError(reply, 401, 'access_denied', 'Unauthorized');
-    await failures.succeeded(tenant.id, clientId, request.ip);
+      const { tenant, domain } = request.tenantHost;
+      const wait = await failures.begin(tenant.id, clientId, request.ip);
+      if (wait > 0) {
+        request.log.warn({ clientId, tenantId: tenant.id }, 'client authentication refused: too many failed attempts');
+        reply.header('retry-after', String(wait));
+        return oauthError(
+          reply,
+          429,
+          'too_many_attempts',
+          'Too many failed client authentication attempts. Try again later.',
+        );
+      }
+      const client = clientSecret ? await services.clients.authenticate(tenant.id, clientId, clientSecret) : undefined;
+      if (!client) return oauthError(reply, 401, 'access_denied', 'Unauthorized');
+      await failures.succeeded(tenant.id, clientId, request.ip);
 
-    const audience = field(body, 'audience');
-    if (!audience) return oauthError(reply, 403, 'access_denied', 'No audience parameter was provided, and no default audience has been configured');
-    const domains = await services.tenants.domains(tenant);
-    const audienceDomain = domainOfAudience(audience);
-    if (audienceDomain === undefined || !domains.has(audienceDomain)) {
-      return oauthError(reply, 403, 'access_denied', `Service not enabled within domain: ${audience}`);
-    }
-    if (client.scopes.length === 0) {
-      return oauthError(reply, 403, 'access_denied',
-        `Client is not authorized to access "${audience}". You might probably want to create a "client-grant" associated to this API.`);
-    }
-    // A requested scope narrows the grant; scopes the client lacks are left out, as the original does.
-    const requested = field(body, 'scope')?.split(' ').filter(Boolean);
-    const scopes = requested ? client.scopes.filter((s) => requested.includes(s)) : client.scopes;
+      const audience = field(body, 'audience');
+      if (!audience)
+        return oauthError(
+          reply,
+          403,
+          'access_denied',
+          'No audience parameter was provided, and no default audience has been configured',
+        );
+      const domains = await services.tenants.domains(tenant);
+      const audienceDomain = domainOfAudience(audience);
+      if (audienceDomain === undefined || !domains.has(audienceDomain)) {
+        return oauthError(reply, 403, 'access_denied', `Service not enabled within domain: ${audience}`);
+      }
+      if (client.scopes.length === 0) {
+        return oauthError(
+          reply,
+          403,
+          'access_denied',
+          `Client is not authorized to access "${audience}". You might probably want to create a "client-grant" associated to this API.`,
+        );
+      }
+      // A requested scope narrows the grant; scopes the client lacks are left out, as the original does.
+      const requested = field(body, 'scope')?.split(' ').filter(Boolean);
+      const scopes = requested ? client.scopes.filter((s) => requested.includes(s)) : client.scopes;
 
-    const { accessToken, expiresIn } = await services.accessTokens.issue({ tenant, domain, clientId, audience, scopes });
-    return reply
-      .header('cache-control', 'no-store')
-      .send({ access_token: accessToken, scope: scopes.join(' '), expires_in: expiresIn, token_type: 'Bearer' });
-  });
+      const { accessToken, expiresIn } = await services.accessTokens.issue({
+        tenant,
+        domain,
+        clientId,
+        audience,
+        scopes,
+      });
+      return reply
+        .header('cache-control', 'no-store')
+        .send({ access_token: accessToken, scope: scopes.join(' '), expires_in: expiresIn, token_type: 'Bearer' });
+    },
+  );
 }

@@ -15,7 +15,8 @@ export function evaluateSegment(rules: readonly Rule[], context: SignInContext):
 /** Every `match` criterion holds, and not a single `not_match` criterion holds. */
 export function ruleMatches(rule: Rule, context: SignInContext): boolean {
   if (rule.match && !criteria(rule.match).every(([key, expression]) => holds(expression, context[key]))) return false;
-  if (rule.not_match && criteria(rule.not_match).some(([key, expression]) => holds(expression, context[key]))) return false;
+  if (rule.not_match && criteria(rule.not_match).some(([key, expression]) => holds(expression, context[key])))
+    return false;
   return true;
 }
 

@@ -3,8 +3,17 @@ import { registerFormat } from '../../http/validation.ts';
 
 /** The eleven sign-in attributes a segment can test, in the spec's order. */
 export const CRITERIA_KEYS = [
-  'client_id', 'connection', 'connection_type', 'organization_id', 'domain', 'device_type',
-  'browser', 'platform', 'user_agent', 'country', 'region',
+  'client_id',
+  'connection',
+  'connection_type',
+  'organization_id',
+  'domain',
+  'device_type',
+  'browser',
+  'platform',
+  'user_agent',
+  'country',
+  'region',
 ] as const;
 export type CriterionKey = (typeof CRITERIA_KEYS)[number];
 
@@ -20,9 +29,19 @@ const TEXT_PATTERN = '^(?!.*\\x00)\\S(.*\\S)?$';
  */
 registerFormat('well-formed-text', (value: string) => !/\p{Cs}/u.test(value));
 
-const Name = Type.String({ minLength: 3, maxLength: 255, pattern: TEXT_PATTERN, format: 'well-formed-text', description: 'Name of the segment' });
+const Name = Type.String({
+  minLength: 3,
+  maxLength: 255,
+  pattern: TEXT_PATTERN,
+  format: 'well-formed-text',
+  description: 'Name of the segment',
+});
 const Description = Type.String({
-  minLength: 3, maxLength: 1024, pattern: TEXT_PATTERN, format: 'well-formed-text', description: 'Description of the segment',
+  minLength: 3,
+  maxLength: 1024,
+  pattern: TEXT_PATTERN,
+  format: 'well-formed-text',
+  description: 'Description of the segment',
 });
 
 const Strings = Type.Array(Type.String({ maxLength: 1024 }), { minItems: 1 });
@@ -43,14 +62,23 @@ const Expression = Type.Union(
     operator('exists', Type.Boolean()),
   ],
   {
-    description: 'one of: an array of strings, {contains: [...]}, {starts_with: [...]}, {ends_with: [...]} or {exists: boolean}',
+    description:
+      'one of: an array of strings, {contains: [...]}, {starts_with: [...]}, {ends_with: [...]} or {exists: boolean}',
   },
 );
 // TypeBox writes unions as anyOf; the original's schema says oneOf (the forms are mutually exclusive anyway).
-const ExpressionOneOf = Type.Unsafe<Static<typeof Expression>>({ oneOf: Expression.anyOf, description: Expression.description });
+const ExpressionOneOf = Type.Unsafe<Static<typeof Expression>>({
+  oneOf: Expression.anyOf,
+  description: Expression.description,
+});
 
 const Conditions = Type.Partial(
-  Type.Object(Object.fromEntries(CRITERIA_KEYS.map((key) => [key, ExpressionOneOf])) as Record<CriterionKey, typeof ExpressionOneOf>),
+  Type.Object(
+    Object.fromEntries(CRITERIA_KEYS.map((key) => [key, ExpressionOneOf])) as Record<
+      CriterionKey,
+      typeof ExpressionOneOf
+    >,
+  ),
   { additionalProperties: false, minProperties: 1, maxProperties: 10 },
 );
 
@@ -58,7 +86,11 @@ export const Rule = Type.Object(
   { match: Type.Optional(Conditions), not_match: Type.Optional(Conditions) },
   { additionalProperties: false, minProperties: 1 },
 );
-const Rules = Type.Array(Rule, { minItems: 1, maxItems: MAX_RULES, description: 'An ordered list of rules. A segment matches if any rule matches.' });
+const Rules = Type.Array(Rule, {
+  minItems: 1,
+  maxItems: MAX_RULES,
+  description: 'An ordered list of rules. A segment matches if any rule matches.',
+});
 
 export type Expression = Static<typeof Expression>;
 export type Conditions = Static<typeof Conditions>;
@@ -93,9 +125,15 @@ export type SegmentType = Static<typeof SegmentType>;
 export const ListSegmentsQuery = Type.Object(
   {
     from: Type.Optional(Type.String({ maxLength: 1024, description: 'Cursor from which to start selection' })),
-    take: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, description: 'Number of results per page. Defaults to 25, maximum 50.' })),
+    take: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 50, description: 'Number of results per page. Defaults to 25, maximum 50.' }),
+    ),
     // `auth0` is the original's word for `svc`; unmodified clients of the original send it.
-    type: Type.Optional(Type.Union([Type.Literal('svc'), Type.Literal('self'), Type.Literal('auth0')], { description: 'Filter by segment type' })),
+    type: Type.Optional(
+      Type.Union([Type.Literal('svc'), Type.Literal('self'), Type.Literal('auth0')], {
+        description: 'Filter by segment type',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -120,7 +158,12 @@ export const ListSegmentsResponse = Type.Object(
 );
 
 export const SignInContext = Type.Partial(
-  Type.Object(Object.fromEntries(CRITERIA_KEYS.map((key) => [key, Type.String({ maxLength: 2048 })])) as Record<CriterionKey, ReturnType<typeof Type.String>>),
+  Type.Object(
+    Object.fromEntries(CRITERIA_KEYS.map((key) => [key, Type.String({ maxLength: 2048 })])) as Record<
+      CriterionKey,
+      ReturnType<typeof Type.String>
+    >,
+  ),
   { additionalProperties: false },
 );
 export type SignInContext = Static<typeof SignInContext>;

@@ -43,7 +43,8 @@ export class SegmentService {
 
   async list(tenantId: string, options: { from?: string; take?: number; type?: SegmentType }): Promise<SegmentPage> {
     const take = options.take ?? DEFAULT_TAKE;
-    const afterId = options.from === undefined ? undefined : decodeCursor(options.from, (id) => idPattern.segment.test(id));
+    const afterId =
+      options.from === undefined ? undefined : decodeCursor(options.from, (id) => idPattern.segment.test(id));
     const records = await this.store.list(tenantId, { afterId, type: options.type, limit: take + 1 });
     return pageOf(records, take);
   }

@@ -33,7 +33,10 @@ export class SegmentStore {
   }
 
   /** Up to `limit` segments in id order, after `afterId` when given, of `type` when given. */
-  async list(tenantId: string, options: { afterId?: string; type?: SegmentsTable['type']; limit: number }): Promise<SegmentRecord[]> {
+  async list(
+    tenantId: string,
+    options: { afterId?: string; type?: SegmentsTable['type']; limit: number },
+  ): Promise<SegmentRecord[]> {
     let query = this.database.db.selectFrom('segments').selectAll().where('tenant_id', '=', tenantId);
     if (options.afterId !== undefined) query = query.where('id', '>', options.afterId);
     if (options.type !== undefined) query = query.where('type', '=', options.type);
@@ -45,7 +48,11 @@ export class SegmentStore {
    * the result, in one transaction: concurrent updates then compute updated_at in turn. SQLite has no
    * row locks and needs none: its one connection runs transactions one after another.
    */
-  async update(tenantId: string, id: string, change: (current: SegmentRecord) => SegmentRecord): Promise<UpdateOutcome> {
+  async update(
+    tenantId: string,
+    id: string,
+    change: (current: SegmentRecord) => SegmentRecord,
+  ): Promise<UpdateOutcome> {
     try {
       return await this.database.db.transaction().execute(async (trx): Promise<UpdateOutcome> => {
         const current = await trx
@@ -59,7 +66,12 @@ export class SegmentStore {
         const record = change(current);
         await trx
           .updateTable('segments')
-          .set({ name: record.name, description: record.description, rules: record.rules, updated_at: record.updated_at })
+          .set({
+            name: record.name,
+            description: record.description,
+            rules: record.rules,
+            updated_at: record.updated_at,
+          })
           .where('tenant_id', '=', tenantId)
           .where('id', '=', id)
           .execute();
@@ -77,9 +89,19 @@ export class SegmentStore {
    */
   async deleteOwn(tenantId: string, id: string): Promise<'deleted' | 'absent' | 'svc'> {
     return this.database.db.transaction().execute(async (trx) => {
-      const removed = await trx.deleteFrom('segments').where('tenant_id', '=', tenantId).where('id', '=', id).where('type', '=', 'self').executeTakeFirst();
+      const removed = await trx
+        .deleteFrom('segments')
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', id)
+        .where('type', '=', 'self')
+        .executeTakeFirst();
       if (removed.numDeletedRows > 0n) return 'deleted';
-      const other = await trx.selectFrom('segments').select('type').where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+      const other = await trx
+        .selectFrom('segments')
+        .select('type')
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', id)
+        .executeTakeFirst();
       return other ? 'svc' : 'absent';
     });
   }

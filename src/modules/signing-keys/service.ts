@@ -92,7 +92,9 @@ export class SigningKeyService {
     if (cached && cached.until > Date.now()) return cached.keys;
     const generation = this.generation;
     const jwks = await this.jwks(tenantId);
-    const byKid = new Map(jwks.keys.map((jwk) => [jwk.kid, createPublicKey({ key: { kty: jwk.kty, n: jwk.n, e: jwk.e }, format: 'jwk' })]));
+    const byKid = new Map(
+      jwks.keys.map((jwk) => [jwk.kid, createPublicKey({ key: { kty: jwk.kty, n: jwk.n, e: jwk.e }, format: 'jwk' })]),
+    );
     const keys = { byKid };
     if (generation === this.generation) this.verifyCache.set(tenantId, { keys, until: Date.now() + CACHE_MS });
     return keys;

@@ -16,8 +16,12 @@ export class SigningKeyStore {
   /** Makes `kid` the tenant's current key and the one current until now 'previous', in one transaction. */
   async makeCurrent(tenantId: string, kid: string): Promise<void> {
     await this.database.db.transaction().execute(async (trx) => {
-      await trx.updateTable('signing_keys').set({ status: 'previous' })
-        .where('tenant_id', '=', tenantId).where('status', '=', 'current').execute();
+      await trx
+        .updateTable('signing_keys')
+        .set({ status: 'previous' })
+        .where('tenant_id', '=', tenantId)
+        .where('status', '=', 'current')
+        .execute();
       await trx.updateTable('signing_keys').set({ status: 'current' }).where('kid', '=', kid).execute();
     });
   }

@@ -38,7 +38,10 @@ export class TenantService {
 
   /** Tenants read by their canonical domains alone, for a command that opens the database without the server. */
   static reading(database: Database): TenantService {
-    return new TenantService(new TenantStore(database), { lookupHost: async () => undefined, readyDomains: async () => [] });
+    return new TenantService(new TenantStore(database), {
+      lookupHost: async () => undefined,
+      readyDomains: async () => [],
+    });
   }
 
   /**
@@ -127,8 +130,9 @@ export class TenantService {
     const found = await this.store.byDomains(candidates);
     const exact = found.find((t) => t.domain === host) ?? found[0];
     if (exact) return { tenant: exact, domain: exact.domain };
-    const custom = (await this.customHosts.lookupHost(host))
-      ?? (withoutPort !== host ? await this.customHosts.lookupHost(withoutPort) : undefined);
+    const custom =
+      (await this.customHosts.lookupHost(host)) ??
+      (withoutPort !== host ? await this.customHosts.lookupHost(withoutPort) : undefined);
     if (!custom) return undefined;
     const { tenantId, ...reached } = custom;
     const tenant = await this.store.get(tenantId);

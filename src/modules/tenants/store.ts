@@ -9,7 +9,10 @@ export class TenantStore {
   /** Adds a tenant; TenantTaken when its id or domain is already taken. */
   async insert(tenant: Tenant, createdAt: string): Promise<void> {
     await uniqueOr(
-      this.database.db.insertInto('tenants').values({ ...tenant, created_at: createdAt }).execute(),
+      this.database.db
+        .insertInto('tenants')
+        .values({ ...tenant, created_at: createdAt })
+        .execute(),
       () => new TenantTaken(tenant.id, tenant.domain),
     );
   }

@@ -25,7 +25,10 @@ export interface TenantHost {
 
 /** A tenant could not be created: its id or its domain already belongs to one. */
 export class TenantTaken extends Error {
-  constructor(readonly id: string, readonly domain: string) {
+  constructor(
+    readonly id: string,
+    readonly domain: string,
+  ) {
     super(`tenant "${id}" or domain "${domain}" already exists`);
     this.name = 'TenantTaken';
   }

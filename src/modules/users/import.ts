@@ -46,7 +46,8 @@ export async function* readImportFile(file: string): AsyncGenerator<ImportedReco
       throw new ImportError(`${file}: not valid JSON: ${(error as Error).message}`);
     }
     const list = records as unknown[];
-    for (let i = 0; i < list.length; i++) yield { position: i + 1, user: validRecord(list[i], `${file} record ${i + 1}`) };
+    for (let i = 0; i < list.length; i++)
+      yield { position: i + 1, user: validRecord(list[i], `${file} record ${i + 1}`) };
     return;
   }
   const lines = readline.createInterface({ input: fs.createReadStream(file, 'utf8'), crlfDelay: Infinity });
@@ -87,7 +88,8 @@ function firstCharacter(file: string): string | undefined {
 
 function validRecord(value: unknown, where: string): ImportedUser {
   validator ??= validatorCompiler({ schema: ImportedUserSchema, httpPart: 'body' });
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ImportError(`${where}: a user must be a JSON object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new ImportError(`${where}: a user must be a JSON object`);
   if (!validator(value)) throw new ImportError(`${where}: ${validationError(validator.errors ?? [], 'body').message}`);
   return value as ImportedUser;
 }

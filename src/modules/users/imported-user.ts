@@ -1,7 +1,14 @@
 import { newId } from '../../ids.ts';
 import {
-  buildUser, DEFAULT_CONNECTION, OWN_PROVIDER, OWN_PROVIDER_ALIASES, separateIdpTokens,
-  type Identity, type IdpTokens, type Profile, type User,
+  buildUser,
+  DEFAULT_CONNECTION,
+  OWN_PROVIDER,
+  OWN_PROVIDER_ALIASES,
+  separateIdpTokens,
+  type Identity,
+  type IdpTokens,
+  type Profile,
+  type User,
 } from './user.ts';
 
 /** One record of a bulk import (JSON array or NDJSON), as the import command reads it. */
@@ -27,8 +34,18 @@ export interface UserFromImport {
  * `provider|local id` (the server's own provider for its aliases), and a given `user_id` lends its local
  * part when there are no identities.
  */
-export function userFromImport(record: ImportedUser, at: string, newLocalId: () => string = newId.userLocalId): UserFromImport {
-  const { user_id: givenId, connection: givenConnection, identities: givenIdentities, password_hash: passwordHash, ...profile } = record;
+export function userFromImport(
+  record: ImportedUser,
+  at: string,
+  newLocalId: () => string = newId.userLocalId,
+): UserFromImport {
+  const {
+    user_id: givenId,
+    connection: givenConnection,
+    identities: givenIdentities,
+    password_hash: passwordHash,
+    ...profile
+  } = record;
   const first = givenIdentities?.[0];
   const provider = first?.provider ?? OWN_PROVIDER;
   const own = OWN_PROVIDER_ALIASES.has(provider);
@@ -36,9 +53,13 @@ export function userFromImport(record: ImportedUser, at: string, newLocalId: () 
   if (own && profile.email !== undefined) profile.email = profile.email.toLowerCase();
   const localId = String(first?.user_id ?? givenId?.replace(/^[^|]+\|/, '') ?? newLocalId());
   const connection = first?.connection ?? givenConnection ?? DEFAULT_CONNECTION;
-  const identities: Identity[] = givenIdentities ?? [{ connection, user_id: localId, provider: OWN_PROVIDER, isSocial: false }];
+  const identities: Identity[] = givenIdentities ?? [
+    { connection, user_id: localId, provider: OWN_PROVIDER, isSocial: false },
+  ];
   const userId = givenId ?? `${own ? OWN_PROVIDER : provider}|${localId}`;
-  const separated = separateIdpTokens(identities.map((i) => (OWN_PROVIDER_ALIASES.has(i.provider) ? { ...i, provider: OWN_PROVIDER } : i)));
+  const separated = separateIdpTokens(
+    identities.map((i) => (OWN_PROVIDER_ALIASES.has(i.provider) ? { ...i, provider: OWN_PROVIDER } : i)),
+  );
   const user = buildUser(profile, separated.identities, userId, at);
   return { user, connection, tokens: separated.tokens, passwordHash: passwordHash ?? null };
 }

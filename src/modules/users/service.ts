@@ -8,8 +8,14 @@ import { userFromImport, type ImportedUser } from './imported-user.ts';
 import { hashPassword, isTooWeak } from './password.ts';
 import { UserStore, type StoredUser, type UserRecord } from './store.ts';
 import {
-  applyProfileChanges, buildUser, OWN_PROVIDER, OWN_PROVIDER_ALIASES, project,
-  type IdpTokens, type Profile, type User,
+  applyProfileChanges,
+  buildUser,
+  OWN_PROVIDER,
+  OWN_PROVIDER_ALIASES,
+  project,
+  type IdpTokens,
+  type Profile,
+  type User,
 } from './user.ts';
 
 export type { ImportedUser } from './imported-user.ts';
@@ -89,13 +95,24 @@ export class UserService {
     if (input.password === undefined) throw badRequest.missingProperty('password');
     if (isTooWeak(input.password)) throw userErrors.weakPassword();
 
-    const { connection: connectionName, password, user_id: requestedId, verify_email: _verifyEmail, ...profile } = input;
+    const {
+      connection: connectionName,
+      password,
+      user_id: requestedId,
+      verify_email: _verifyEmail,
+      ...profile
+    } = input;
     // The server is the identity provider here, so it stores the email lower-cased (spec section 1).
     profile.email = input.email.toLowerCase();
     const localId = requestedId ?? newId.userLocalId();
     const userId = `${OWN_PROVIDER}|${localId}`;
     const at = now();
-    const user = buildUser(profile, [{ connection: connectionName, user_id: localId, provider: OWN_PROVIDER, isSocial: false }], userId, at);
+    const user = buildUser(
+      profile,
+      [{ connection: connectionName, user_id: localId, provider: OWN_PROVIDER, isSocial: false }],
+      userId,
+      at,
+    );
     const passwordHash = await hashPassword(password);
     const writeEmail = await verificationEmail?.(user);
     await transaction(this.database, async (trx) => {
@@ -160,7 +177,11 @@ export class UserService {
     return true;
   }
 
-  private async lockUser(trx: Tx, tenantId: string, userId: string): Promise<{ user: User; updatedAt: string } | undefined> {
+  private async lockUser(
+    trx: Tx,
+    tenantId: string,
+    userId: string,
+  ): Promise<{ user: User; updatedAt: string } | undefined> {
     const row = await this.store.lock(trx, tenantId, userId);
     return row && { user: JSON.parse(row.document) as User, updatedAt: row.updatedAt };
   }
@@ -169,7 +190,13 @@ export class UserService {
    * Stores a changed user with an `updated_at` that moves forward, and records user.updated in the same
    * transaction; false (and nothing recorded) when its new email is taken.
    */
-  private async saveUpdated(trx: Tx, tenantId: string, userId: string, user: User, previousUpdatedAt: string): Promise<boolean> {
+  private async saveUpdated(
+    trx: Tx,
+    tenantId: string,
+    userId: string,
+    user: User,
+    previousUpdatedAt: string,
+  ): Promise<boolean> {
     user.updated_at = nowAfter(previousUpdatedAt);
     const change = { document: JSON.stringify(user), email: user.email ?? null, updatedAt: user.updated_at };
     if (!(await this.store.update(trx, tenantId, userId, change))) return false;
@@ -198,8 +225,17 @@ export class UserService {
     const at = now();
     const imported = users.map((record) => this.importRecord(tenantId, record, at));
     await transaction(this.database, async (trx) => {
-      if (!(await this.store.insertMany(trx, imported.map((i) => i.record)))) throw new DuplicateUsers();
-      await this.events.record(trx, imported.map(({ user }) => event(tenantId, 'user.created', user)));
+      if (
+        !(await this.store.insertMany(
+          trx,
+          imported.map((i) => i.record),
+        ))
+      )
+        throw new DuplicateUsers();
+      await this.events.record(
+        trx,
+        imported.map(({ user }) => event(tenantId, 'user.created', user)),
+      );
     });
     return imported.length;
   }
@@ -235,4 +271,8 @@ export class UserService {
   }
 }
 
-const event = (tenantId: string, type: UserEvent['type'], user: User): UserEvent => ({ tenantId, type, data: { object: user } });
+const event = (tenantId: string, type: UserEvent['type'], user: User): UserEvent => ({
+  tenantId,
+  type,
+  data: { object: user },
+});

@@ -12,7 +12,15 @@ export interface StoredUser {
 }
 
 const COLUMNS: ReadonlyArray<keyof UserRecord> = [
-  'tenant_id', 'user_id', 'connection', 'email', 'document', 'idp_tokens', 'password_hash', 'created_at', 'updated_at',
+  'tenant_id',
+  'user_id',
+  'connection',
+  'email',
+  'document',
+  'idp_tokens',
+  'password_hash',
+  'created_at',
+  'updated_at',
 ];
 
 /**
@@ -105,7 +113,12 @@ export class UserStore {
   }
 
   /** Stores a changed document in the caller's transaction; false when its new email is taken in its connection. */
-  async update(trx: Tx, tenantId: string, userId: string, change: { document: string; email: string | null; updatedAt: string }): Promise<boolean> {
+  async update(
+    trx: Tx,
+    tenantId: string,
+    userId: string,
+    change: { document: string; email: string | null; updatedAt: string },
+  ): Promise<boolean> {
     return keyFree(() =>
       trx
         .updateTable('users')

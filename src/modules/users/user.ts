@@ -69,7 +69,9 @@ export type Profile = { [K in keyof typeof profileMembers]?: Static<(typeof prof
 
 /** The original's default picture: a Gravatar URL derived from the email (no request is made for it). */
 function defaultPicture(email: string | undefined, name: string): string {
-  const hash = createHash('md5').update((email ?? name).trim().toLowerCase()).digest('hex');
+  const hash = createHash('md5')
+    .update((email ?? name).trim().toLowerCase())
+    .digest('hex');
   return `https://s.gravatar.com/avatar/${hash}?s=480&r=pg&d=identicon`;
 }
 
@@ -79,7 +81,8 @@ function defaultPicture(email: string | undefined, name: string): string {
  */
 export function buildUser(profile: Profile, identities: Identity[], userId: string, at: string): User {
   const name = profile.name ?? profile.email ?? profile.phone_number ?? profile.username ?? userId;
-  const nickname = profile.nickname ?? (profile.email ? profile.email.split('@')[0] : undefined) ?? profile.username ?? name;
+  const nickname =
+    profile.nickname ?? (profile.email ? profile.email.split('@')[0] : undefined) ?? profile.username ?? name;
   const user: User = {
     blocked: profile.blocked ?? false,
     created_at: at,
@@ -153,7 +156,11 @@ export function separateIdpTokens(identities: Identity[]): { identities: Identit
  * `fields` / `include_fields` projection: with include_fields (the default) only the listed members
  * are kept; with include_fields=false they are dropped. An empty list means every member.
  */
-export function project(user: Record<string, unknown>, fields: readonly string[], include: boolean): Record<string, unknown> {
+export function project(
+  user: Record<string, unknown>,
+  fields: readonly string[],
+  include: boolean,
+): Record<string, unknown> {
   if (fields.length === 0) return user;
   const listed = new Set(fields);
   const out: Record<string, unknown> = {};
@@ -162,4 +169,7 @@ export function project(user: Record<string, unknown>, fields: readonly string[]
 }
 
 export const parseFields = (fields: string | undefined): string[] =>
-  (fields ?? '').split(',').map((f) => f.trim()).filter(Boolean);
+  (fields ?? '')
+    .split(',')
+    .map((f) => f.trim())
+    .filter(Boolean);

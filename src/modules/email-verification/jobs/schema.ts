@@ -1,7 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
 
 export const VerificationEmailJobBody = Type.Object(
-  { user_id: Type.String({ minLength: 1, maxLength: 255, description: 'user_id of the user to send the verification email to' }) },
+  {
+    user_id: Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'user_id of the user to send the verification email to',
+    }),
+  },
   { additionalProperties: false },
 );
 export type VerificationEmailJobBody = Static<typeof VerificationEmailJobBody>;

@@ -12,7 +12,11 @@ import type { Job, VerificationEmailJobBody } from './schema.ts';
 import { JobStore } from './store.ts';
 
 /** A verification-email job is its email: pending until the mail server took it, then completed, or failed. */
-export const JOB_STATUS: Readonly<Record<EmailStatus, Job['status']>> = { pending: 'pending', sent: 'completed', failed: 'failed' };
+export const JOB_STATUS: Readonly<Record<EmailStatus, Job['status']>> = {
+  pending: 'pending',
+  sent: 'completed',
+  failed: 'failed',
+};
 
 /** Jobs of the original's /jobs API. A verification-email job is its email: its status follows the outbox. */
 export class JobService {
@@ -28,15 +32,30 @@ export class JobService {
   }
 
   async createVerificationEmail(tenant: Tenant, body: VerificationEmailJobBody, context: DomainContext): Promise<Job> {
-    const user = await this.users.get(tenant.id, body.user_id, { fields: [], includeFields: true, withIdpTokens: false });
+    const user = await this.users.get(tenant.id, body.user_id, {
+      fields: [],
+      includeFields: true,
+      withIdpTokens: false,
+    });
     const email = requireEmail(user);
     const template = await this.verificationEmails.template(tenant.id);
     if (!template) throw emailVerificationErrors.templateDisabled();
     const job: Job = { status: 'pending', type: 'verification_email', created_at: now(), id: newId.job() };
-    const queue = await this.verificationEmails.prepare(tenant, { ...user, user_id: body.user_id, email }, template, context);
+    const queue = await this.verificationEmails.prepare(
+      tenant,
+      { ...user, user_id: body.user_id, email },
+      template,
+      context,
+    );
     await transaction(this.database, async (trx) => {
       const emailId = await queue(trx);
-      await this.store.insert(trx, { id: job.id, tenant_id: tenant.id, type: job.type, email_id: emailId, created_at: job.created_at });
+      await this.store.insert(trx, {
+        id: job.id,
+        tenant_id: tenant.id,
+        type: job.type,
+        email_id: emailId,
+        created_at: job.created_at,
+      });
     });
     return job;
   }

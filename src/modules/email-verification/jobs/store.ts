@@ -14,6 +14,11 @@ export class JobStore {
   }
 
   async get(tenantId: string, id: string): Promise<JobRecord | undefined> {
-    return this.database.db.selectFrom('jobs').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+    return this.database.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .executeTakeFirst();
   }
 }

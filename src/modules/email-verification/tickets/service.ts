@@ -47,7 +47,11 @@ export class TicketService {
 
   /** POST /tickets/email-verification: a link on the request's domain, nothing sent. */
   async create(tenant: Tenant, body: EmailVerificationTicketBody, context: DomainContext): Promise<{ ticket: string }> {
-    const user = await this.users.get(tenant.id, body.user_id, { fields: ['email'], includeFields: true, withIdpTokens: false });
+    const user = await this.users.get(tenant.id, body.user_id, {
+      fields: ['email'],
+      includeFields: true,
+      withIdpTokens: false,
+    });
     const email = requireEmail(user);
     const ticket = this.newTicket({
       tenantId: tenant.id,
@@ -72,7 +76,12 @@ export class TicketService {
       if (state !== 'usable') return { kind: state, resultUrl: record.result_url };
       if (!(await this.users.verifyEmail(trx, tenant.id, record.user_id, record.email))) return { kind: 'invalid' };
       await this.ticketStore.markUsed(trx, record.ticket_hash, at);
-      return { kind: 'verified', resultUrl: record.result_url, email: record.email, includeEmailInRedirect: record.include_email_in_redirect === 1 };
+      return {
+        kind: 'verified',
+        resultUrl: record.result_url,
+        email: record.email,
+        includeEmailInRedirect: record.include_email_in_redirect === 1,
+      };
     });
   }
 }

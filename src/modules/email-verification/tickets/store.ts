@@ -32,6 +32,10 @@ export class TicketStore {
   }
 
   async markUsed(trx: Tx, ticketHash: string, at: string): Promise<void> {
-    await trx.updateTable('email_verification_tickets').set({ used_at: at }).where('ticket_hash', '=', ticketHash).execute();
+    await trx
+      .updateTable('email_verification_tickets')
+      .set({ used_at: at })
+      .where('ticket_hash', '=', ticketHash)
+      .execute();
   }
 }

@@ -27,7 +27,11 @@ export interface NewTicket {
  * A ticket for `input`, issued at `at`. The link carries 256 random bits (`secret`); only their SHA-256
  * is stored, so the database never holds a usable link.
  */
-export function newTicket(input: TicketInput, at: string, secret: string = randomBytes(32).toString('base64url')): NewTicket {
+export function newTicket(
+  input: TicketInput,
+  at: string,
+  secret: string = randomBytes(32).toString('base64url'),
+): NewTicket {
   const lifetime = input.ttlSeconds || DEFAULT_LINK_LIFETIME_SECONDS;
   return {
     url: `https://${input.domain}${VERIFICATION_PATH}?ticket=${secret}`,

@@ -67,9 +67,12 @@ export function runAfter(
 ): RunAfter | undefined {
   const run = (counted.reset ? 0 : current.consecutive_failures) + counted.failures;
   const open = current.circuit_open_until !== null && current.circuit_open_until > counted.at;
-  const openUntil = counted.failures > 0 && run >= rules.openAfter && (counted.reset || !open)
-    ? new Date(Date.parse(counted.at) + cooldownMs(rules, run)).toISOString()
-    : counted.reset ? null : current.circuit_open_until;
+  const openUntil =
+    counted.failures > 0 && run >= rules.openAfter && (counted.reset || !open)
+      ? new Date(Date.parse(counted.at) + cooldownMs(rules, run)).toISOString()
+      : counted.reset
+        ? null
+        : current.circuit_open_until;
   if (run === current.consecutive_failures && openUntil === current.circuit_open_until) return undefined;
   const disabled = current.status === 'enabled' && rules.disableAfter > 0 && run >= rules.disableAfter;
   return { run, openUntil, disabled };

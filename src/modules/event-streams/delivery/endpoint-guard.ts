@@ -40,7 +40,10 @@ function ipv6Bits(ip: string): bigint {
   const [head = '', tail] = text.split('::');
   const headGroups = head === '' ? [] : head.split(':');
   const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');
-  const groups = tail === undefined ? headGroups : [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups];
+  const groups =
+    tail === undefined
+      ? headGroups
+      : [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups];
   return groups.reduce((acc, group) => (acc << 16n) | BigInt(parseInt(group, 16)), 0n);
 }
 
@@ -97,7 +100,8 @@ function embeddedIpv4(bits: bigint): { ipv4: bigint; via: string } | undefined {
   return undefined;
 }
 
-const formatIpv4 = (bits: bigint): string => [24n, 16n, 8n, 0n].map((shift) => Number((bits >> shift) & 0xffn)).join('.');
+const formatIpv4 = (bits: bigint): string =>
+  [24n, 16n, 8n, 0n].map((shift) => Number((bits >> shift) & 0xffn)).join('.');
 
 /** The IPv4 address behind an IPv4-mapped IPv6 address, else the address itself. */
 function unmapped(ip: string): string {
@@ -133,13 +137,17 @@ type AllowEntry =
 const HOSTNAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
 function parseEntry(raw: string): AllowEntry | string {
-  const entry = raw.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  const entry = raw
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1');
   const [address = '', prefixText, extra] = entry.split('/');
   const family = isIP(address);
   if (family === 4 || family === 6) {
     const width = family === 4 ? 32 : 128;
     const prefix = prefixText === undefined ? width : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
-    if (extra !== undefined || !(prefix >= 0 && prefix <= width)) return `"${raw}" is not a valid CIDR (prefix 0-${width})`;
+    if (extra !== undefined || !(prefix >= 0 && prefix <= width))
+      return `"${raw}" is not a valid CIDR (prefix 0-${width})`;
     const bits = family === 4 ? ipv4Bits(address) : ipv6Bits(address);
     return { kind: 'network', family, range: [bits, prefix, entry] };
   }
@@ -154,7 +162,11 @@ export function allowListEntryError(raw: string): string | undefined {
   return typeof parsed === 'string' ? parsed : undefined;
 }
 
-const normalHost = (hostname: string): string => hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+const normalHost = (hostname: string): string =>
+  hostname
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '');
 
 // ---------------------------------------------------------------------------------------------
 // The guard
@@ -216,8 +228,15 @@ export class EndpointGuard {
   readonly lookup: LookupFunction = (hostname, options, callback) => {
     this.vet(hostname).then(
       (addresses) => {
-        const family = options.family === 4 || options.family === 'IPv4' ? 4 : options.family === 6 || options.family === 'IPv6' ? 6 : 0;
-        const usable = addresses.filter((a) => family === 0 || isIP(a) === family).map((address) => ({ address, family: isIP(address) }));
+        const family =
+          options.family === 4 || options.family === 'IPv4'
+            ? 4
+            : options.family === 6 || options.family === 'IPv6'
+              ? 6
+              : 0;
+        const usable = addresses
+          .filter((a) => family === 0 || isIP(a) === family)
+          .map((address) => ({ address, family: isIP(address) }));
         const first = usable[0];
         if (first === undefined) callback(new EndpointUnresolved(`${hostname} has no IPv${family} address`), '');
         else if (options.all) callback(null, usable);
@@ -237,7 +256,10 @@ export class EndpointGuard {
     const address = unmapped(ip);
     const family = isIP(address);
     const bits = family === 4 ? ipv4Bits(address) : ipv6Bits(address);
-    return this.allowed.some((entry) => entry.kind === 'network' && entry.family === family && within(bits, family === 4 ? 32 : 128, entry.range));
+    return this.allowed.some(
+      (entry) =>
+        entry.kind === 'network' && entry.family === family && within(bits, family === 4 ? 32 : 128, entry.range),
+    );
   }
 
   private async resolve(host: string): Promise<string[]> {
@@ -254,7 +276,10 @@ export class EndpointGuard {
       }
     }
     const [a, aaaa] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
-    const addresses = [...(a.status === 'fulfilled' ? a.value : []), ...(aaaa.status === 'fulfilled' ? aaaa.value : [])];
+    const addresses = [
+      ...(a.status === 'fulfilled' ? a.value : []),
+      ...(aaaa.status === 'fulfilled' ? aaaa.value : []),
+    ];
     if (addresses.length > 0) return addresses;
     const reason = a.status === 'rejected' ? a.reason : aaaa.status === 'rejected' ? aaaa.reason : 'no addresses';
     throw new EndpointUnresolved(`${host} could not be resolved (${codeOf(reason)})`);
@@ -266,7 +291,11 @@ function codeOf(error: unknown): string {
 }
 
 /** The guard the configuration asks for; none in development mode (DELIVERY_ALLOW_HTTP), where any address goes. */
-export function endpointGuardFor(config: { deliveryAllowHttp: boolean; deliveryAllowedHosts: readonly string[]; dnsServers: readonly string[] }): EndpointGuard | undefined {
+export function endpointGuardFor(config: {
+  deliveryAllowHttp: boolean;
+  deliveryAllowedHosts: readonly string[];
+  dnsServers: readonly string[];
+}): EndpointGuard | undefined {
   if (config.deliveryAllowHttp) return undefined;
   return new EndpointGuard({ allowedHosts: config.deliveryAllowedHosts, dnsServers: config.dnsServers });
 }

@@ -42,9 +42,10 @@ export type RetrySettings = Pick<Config, 'deliveryRetryScheduleMs' | 'deliveryRe
 export function outcomeOf(claim: AttemptedDelivery, sent: SendOutcome, settings: RetrySettings, at: string): Outcome {
   const attempt = claim.attempt_count + 1;
   const asked = sent.kind === 'retryable' ? Math.min(sent.retryAfterMs ?? 0, settings.deliveryRetryAfterMaxMs) : 0;
-  const retryAt = sent.kind === 'retryable'
-    ? nextAttemptAt(settings.deliveryRetryScheduleMs, attempt, asked, Date.parse(at))
-    : undefined;
+  const retryAt =
+    sent.kind === 'retryable'
+      ? nextAttemptAt(settings.deliveryRetryScheduleMs, attempt, asked, Date.parse(at))
+      : undefined;
   const status: Outcome['status'] =
     sent.kind === 'delivered' ? 'delivered' : retryAt !== undefined ? 'pending' : 'failed';
   return {

@@ -37,7 +37,11 @@ export function retryAfterMs(header: string | string[] | undefined, nowMs = Date
   return Math.max(0, at - nowMs);
 }
 
-export function authHeader(method: string, publicAuth: Record<string, string>, secret: string | undefined): [string, string] | undefined {
+export function authHeader(
+  method: string,
+  publicAuth: Record<string, string>,
+  secret: string | undefined,
+): [string, string] | undefined {
   if (secret === undefined) return undefined;
   switch (method) {
     case 'bearer':
@@ -55,7 +59,12 @@ export function authHeader(method: string, publicAuth: Record<string, string>, s
  * Standard Webhooks headers: `webhook-signature` holds one `v1,<base64 HMAC-SHA256>` of
  * `${id}.${timestamp}.${body}` per key, so receivers holding either secret of a rotation verify.
  */
-export function signatureHeaders(id: string, timestampSeconds: number, body: string, keys: readonly Buffer[]): Record<string, string> {
+export function signatureHeaders(
+  id: string,
+  timestampSeconds: number,
+  body: string,
+  keys: readonly Buffer[],
+): Record<string, string> {
   const signed = `${id}.${timestampSeconds}.${body}`;
   return {
     'webhook-id': id,
@@ -76,7 +85,10 @@ export function truncate(message: string): string {
 export class WebhookSender {
   private agent: Agent | undefined;
 
-  constructor(private readonly guard: EndpointGuard | undefined, private readonly timeoutMs: number) {}
+  constructor(
+    private readonly guard: EndpointGuard | undefined,
+    private readonly timeoutMs: number,
+  ) {}
 
   /** Made on first use, and again after `close`, so a worker that is stopped and started keeps sending. */
   private dispatcher(): Agent | undefined {
@@ -88,7 +100,10 @@ export class WebhookSender {
   async send(target: WebhookTarget, event: Envelope): Promise<SendOutcome> {
     const started = performance.now();
     const body = JSON.stringify(event);
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'tenantry-event-streams/1' };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': 'tenantry-event-streams/1',
+    };
     if (target.header) headers[target.header[0]] = target.header[1];
     if (target.signingKeys && target.signingKeys.length > 0) {
       Object.assign(headers, signatureHeaders(event.id, Math.floor(Date.now() / 1000), body, target.signingKeys));
@@ -119,7 +134,10 @@ export class WebhookSender {
     } catch (caught) {
       const durationMs = performance.now() - started;
       // Errors of the connection's lookup come as they are, or (from some paths) as the cause of another.
-      const cause = caught instanceof EndpointRefused || caught instanceof EndpointUnresolved ? caught : (caught as Error)?.cause ?? caught;
+      const cause =
+        caught instanceof EndpointRefused || caught instanceof EndpointUnresolved
+          ? caught
+          : ((caught as Error)?.cause ?? caught);
       // Spelled out in full: the operator needs the whole reason, which the 50-character cut would lose.
       if (cause instanceof EndpointRefused) return { kind: 'rejected', durationMs, error: `Refused: ${cause.message}` };
       if (cause instanceof EndpointUnresolved) return { kind: 'retryable', durationMs, error: cause.message };

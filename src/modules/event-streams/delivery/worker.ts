@@ -17,8 +17,16 @@ import { authHeader, WebhookSender, type WebhookTarget } from './send.ts';
 
 export type DeliverySettings = Pick<
   Config,
-  | 'deliveryTimeoutMs' | 'deliveryRetryScheduleMs' | 'deliveryRetryAfterMaxMs' | 'deliveryPollMs' | 'deliveryLeaseMs' | 'deliveryConcurrency'
-  | 'deliveryPerStreamConcurrency' | 'deliveryBreakerFailures' | 'deliveryBreakerCooldownMs' | 'deliveryDisableAfterFailures'
+  | 'deliveryTimeoutMs'
+  | 'deliveryRetryScheduleMs'
+  | 'deliveryRetryAfterMaxMs'
+  | 'deliveryPollMs'
+  | 'deliveryLeaseMs'
+  | 'deliveryConcurrency'
+  | 'deliveryPerStreamConcurrency'
+  | 'deliveryBreakerFailures'
+  | 'deliveryBreakerCooldownMs'
+  | 'deliveryDisableAfterFailures'
 >;
 
 /** A stream's opened endpoint, credentials header and signing secrets, kept while their stored forms stay the same. */
@@ -79,10 +87,11 @@ export class DeliveryWorker {
       openAfter: settings.deliveryBreakerFailures,
       cooldownMs: settings.deliveryBreakerCooldownMs,
       disableAfter: settings.deliveryDisableAfterFailures,
-      onDisabled: (streamId) => logger.warn(
-        { eventStream: streamId },
-        `event stream ${streamId} disabled: ${reason} PATCH {"status":"enabled"} enables it again.`,
-      ),
+      onDisabled: (streamId) =>
+        logger.warn(
+          { eventStream: streamId },
+          `event stream ${streamId} disabled: ${reason} PATCH {"status":"enabled"} enables it again.`,
+        ),
     };
     // A failed round (a claim or a recording) is tried again at the next; a send that failed before its
     // outcome was known goes again once its lease runs out.
@@ -105,7 +114,9 @@ export class DeliveryWorker {
     await this.unlisten?.();
     this.unlisten = undefined;
     await stopping;
-    await this.flush().catch((error) => this.logger.error({ err: error }, 'event delivery: recording the last attempts failed'));
+    await this.flush().catch((error) =>
+      this.logger.error({ err: error }, 'event delivery: recording the last attempts failed'),
+    );
     await this.sender.close();
   }
 
@@ -139,7 +150,8 @@ export class DeliveryWorker {
       throw error;
     }
     for (const outcome of batch) {
-      if (outcome.status === 'pending') this.nextRetryAt = Math.min(this.nextRetryAt, Date.parse(outcome.next_attempt_at));
+      if (outcome.status === 'pending')
+        this.nextRetryAt = Math.min(this.nextRetryAt, Date.parse(outcome.next_attempt_at));
     }
   }
 
@@ -148,13 +160,17 @@ export class DeliveryWorker {
     const free = this.settings.deliveryConcurrency - this.loop.inFlight;
     if (free <= 0 || this.loop.stopped) return false;
     // The claim leaves each stream only the room its cap leaves next to this worker's sends in flight.
-    const claimed = await claimDue(this.database, { leaseMs: this.settings.deliveryLeaseMs }, {
-      limit: free,
-      perStream: this.settings.deliveryPerStreamConcurrency,
-      reserve: Math.floor(this.settings.deliveryConcurrency / RESERVE_DIVISOR),
-      breakerFailures: this.settings.deliveryBreakerFailures,
-      running: this.perStream,
-    });
+    const claimed = await claimDue(
+      this.database,
+      { leaseMs: this.settings.deliveryLeaseMs },
+      {
+        limit: free,
+        perStream: this.settings.deliveryPerStreamConcurrency,
+        reserve: Math.floor(this.settings.deliveryConcurrency / RESERVE_DIVISOR),
+        breakerFailures: this.settings.deliveryBreakerFailures,
+        running: this.perStream,
+      },
+    );
     // Stopped while claiming: nothing more starts.
     if (this.loop.stopped) {
       if (claimed.length > 0) await releaseClaims(this.database, claimed);
@@ -178,14 +194,22 @@ export class DeliveryWorker {
     const { target, signing } = this.target(claim);
     // Signed with the secrets still signing now, newest first (none: unsigned).
     const signingKeys = live(signing, now()).map(signingKey);
-    const sent = await this.sender.send({ ...target, signingKeys }, envelope({ ...claim, id: claim.event_id }, claim.stream_id));
+    const sent = await this.sender.send(
+      { ...target, signingKeys },
+      envelope({ ...claim, id: claim.event_id }, claim.stream_id),
+    );
     this.finished.push(outcomeOf(claim, sent, this.settings, now()));
   }
 
   /** The stream's endpoint, header and signing secrets, opened (JSON, sealed secrets) once per version of the stream. */
   private target(claim: Claimed): CachedTarget {
     const cached = this.targets.get(claim.stream_id);
-    if (cached && cached.destination === claim.destination && cached.secret === claim.secret && cached.signing_secrets === claim.signing_secrets) {
+    if (
+      cached &&
+      cached.destination === claim.destination &&
+      cached.secret === claim.secret &&
+      cached.signing_secrets === claim.signing_secrets
+    ) {
       return cached;
     }
     const destination = JSON.parse(claim.destination) as PublicDestination;

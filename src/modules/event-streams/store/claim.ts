@@ -5,7 +5,8 @@ import { PG_ISO, type ClaimTime } from '../../../db/claim-due.ts';
 import type { EventsTable, EventStreamsTable } from '../../../db/schema.ts';
 
 /** A claimed delivery, with what sending it needs: its event and its stream's destination. */
-export interface Claimed extends Omit<EventsTable, 'id'>, Pick<EventStreamsTable, 'destination' | 'secret' | 'signing_secrets'> {
+export interface Claimed
+  extends Omit<EventsTable, 'id'>, Pick<EventStreamsTable, 'destination' | 'secret' | 'signing_secrets'> {
   stream_id: string;
   event_id: string;
   attempt_count: number;
@@ -121,7 +122,11 @@ const sqliteStatements = new WeakMap<BetterSqlite3.Database, SqliteClaim>();
 function sqliteClaim(sqlite: BetterSqlite3.Database): SqliteClaim {
   let statements = sqliteStatements.get(sqlite);
   if (!statements) {
-    statements = { claim: sqlite.prepare(SQLITE_CLAIM), events: sqlite.prepare(SQLITE_EVENTS), streams: sqlite.prepare(SQLITE_STREAMS) };
+    statements = {
+      claim: sqlite.prepare(SQLITE_CLAIM),
+      events: sqlite.prepare(SQLITE_EVENTS),
+      streams: sqlite.prepare(SQLITE_STREAMS),
+    };
     sqliteStatements.set(sqlite, statements);
   }
   return statements;
@@ -142,15 +147,30 @@ export async function claimDue(database: Database, time: ClaimTime, limits: Clai
     const result = await database.pool.query<Claimed>({
       name: 'tenantry_claim_deliveries',
       text: POSTGRES_CLAIM,
-      values: [time.at ?? null, time.leaseMs, running, limits.breakerFailures, limits.perStream, shared, window, limits.limit],
+      values: [
+        time.at ?? null,
+        time.leaseMs,
+        running,
+        limits.breakerFailures,
+        limits.perStream,
+        shared,
+        window,
+        limits.limit,
+      ],
     });
     return result.rows;
   }
   const statements = sqliteClaim(database.sqlite!);
   const at = time.at ?? now();
   const parameters = {
-    at, lease: new Date(Date.parse(at) + time.leaseMs).toISOString(), running, window, shared,
-    cap: limits.perStream, breakerFailures: limits.breakerFailures, limit: limits.limit,
+    at,
+    lease: new Date(Date.parse(at) + time.leaseMs).toISOString(),
+    running,
+    window,
+    shared,
+    cap: limits.perStream,
+    breakerFailures: limits.breakerFailures,
+    limit: limits.limit,
   };
   // Through Kysely's connection, which it holds for the whole of any open transaction: run directly,
   // the statement could land inside another caller's transaction.
@@ -159,7 +179,9 @@ export async function claimDue(database: Database, time: ClaimTime, limits: Clai
     if (rows.length === 0) return [];
     // No await from the claim to here: nothing can delete the events or streams in between.
     const events = new Map(statements.events.all(JSON.stringify(rows.map((r) => r.event_id))).map((e) => [e.id, e]));
-    const streams = new Map(statements.streams.all(JSON.stringify([...new Set(rows.map((r) => r.stream_id))])).map((s) => [s.id, s]));
+    const streams = new Map(
+      statements.streams.all(JSON.stringify([...new Set(rows.map((r) => r.stream_id))])).map((s) => [s.id, s]),
+    );
     return rows.map((row): Claimed => {
       const { id: _event, ...event } = events.get(row.event_id)!;
       const { id: _stream, ...stream } = streams.get(row.stream_id)!;

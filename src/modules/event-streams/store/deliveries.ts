@@ -39,8 +39,16 @@ export interface AttemptLine {
 /** A delivery queued for its first attempt now. */
 export function pendingDelivery(streamId: string, eventId: string, type: string, at: string): DeliveryRow {
   return {
-    stream_id: streamId, event_id: eventId, event_type: type, event_time: at, status: 'pending',
-    attempt_count: 0, attempt_seq: 0, next_attempt_at: at, claimed_until: null, updated_at: at,
+    stream_id: streamId,
+    event_id: eventId,
+    event_type: type,
+    event_time: at,
+    status: 'pending',
+    attempt_count: 0,
+    attempt_seq: 0,
+    next_attempt_at: at,
+    claimed_until: null,
+    updated_at: at,
   };
 }
 
@@ -165,9 +173,20 @@ export class DeliveryStore {
   attemptsSince(since: string, filter: AttemptScope): Promise<AttemptLine[]> {
     return this.database.db
       .selectFrom('delivery_attempts as a')
-      .innerJoin('deliveries as d', (join) => join.onRef('d.stream_id', '=', 'a.stream_id').onRef('d.event_id', '=', 'a.event_id'))
+      .innerJoin('deliveries as d', (join) =>
+        join.onRef('d.stream_id', '=', 'a.stream_id').onRef('d.event_id', '=', 'a.event_id'),
+      )
       .innerJoin('event_streams as s', 's.id', 'a.stream_id')
-      .select(['a.timestamp', 'a.stream_id', 'a.event_id', 'a.seq', 'd.event_type', 'a.status', 'a.duration', 'a.error_message'])
+      .select([
+        'a.timestamp',
+        'a.stream_id',
+        'a.event_id',
+        'a.seq',
+        'd.event_type',
+        'a.status',
+        'a.duration',
+        'a.error_message',
+      ])
       .where('a.timestamp', '>=', since)
       .where('a.status', '!=', 'retrying')
       .$if(filter.tenant !== undefined, (q) => q.where('s.tenant_id', '=', filter.tenant!))

@@ -73,7 +73,9 @@ interface Recorded {
   disabled: string[];
 }
 
-type Recorder = BetterSqlite3.Transaction<(outcomes: readonly Outcome[], circuit: CircuitRules | undefined) => Recorded>;
+type Recorder = BetterSqlite3.Transaction<
+  (outcomes: readonly Outcome[], circuit: CircuitRules | undefined) => Recorded
+>;
 const sqliteRecorders = new WeakMap<BetterSqlite3.Database, Recorder>();
 
 function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
@@ -81,7 +83,9 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
   if (!recorder) {
     const update = sqlite.prepare<[Outcome], void>(SQLITE_UPDATE);
     const insert = sqlite.prepare<[Outcome], void>(SQLITE_INSERT);
-    const stream = sqlite.prepare<[string], StreamRun>('SELECT consecutive_failures, circuit_open_until, status FROM event_streams WHERE id = ?');
+    const stream = sqlite.prepare<[string], StreamRun>(
+      'SELECT consecutive_failures, circuit_open_until, status FROM event_streams WHERE id = ?',
+    );
     const setRun = sqlite.prepare<[Record<string, unknown>], void>(`
       UPDATE event_streams SET consecutive_failures = :run, circuit_open_until = :openUntil, status = :status,
         status_reason = CASE WHEN :disabled THEN :reason ELSE status_reason END, updated_at = CASE WHEN :disabled THEN :at ELSE updated_at END
@@ -103,8 +107,13 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
           if (!next) continue;
           const { run, openUntil, disabled } = next;
           setRun.run({
-            id, run, openUntil, status: disabled ? 'disabled' : current.status, disabled: disabled ? 1 : 0,
-            reason: disabledReason(circuit.disableAfter), at: counted.at,
+            id,
+            run,
+            openUntil,
+            status: disabled ? 'disabled' : current.status,
+            disabled: disabled ? 1 : 0,
+            reason: disabledReason(circuit.disableAfter),
+            at: counted.at,
           });
           if (disabled) result.disabled.push(id);
         }
@@ -122,23 +131,43 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
  * failures is counted: it opens the stream's circuit, and a long one disables the stream. Returns how
  * many attempts were recorded.
  */
-export async function recordOutcomes(database: Database, outcomes: readonly Outcome[], circuit?: CircuitRules): Promise<number> {
+export async function recordOutcomes(
+  database: Database,
+  outcomes: readonly Outcome[],
+  circuit?: CircuitRules,
+): Promise<number> {
   if (outcomes.length === 0) return 0;
   const { recorded, disabled } = await record(database, outcomes, circuit);
   for (const streamId of disabled) circuit?.onDisabled(streamId);
   return recorded;
 }
 
-async function record(database: Database, outcomes: readonly Outcome[], circuit: CircuitRules | undefined): Promise<Recorded> {
+async function record(
+  database: Database,
+  outcomes: readonly Outcome[],
+  circuit: CircuitRules | undefined,
+): Promise<Recorded> {
   if (database.pool) {
     const column = <K extends keyof Outcome>(key: K) => outcomes.map((o) => o[key]);
     const result = await database.pool.query<{ recorded: number; disabled: string[] }>({
       name: 'tenantry_record_delivery_outcomes',
       text: POSTGRES_RECORD,
       values: [
-        column('stream_id'), column('event_id'), column('lease'), column('status'), column('attempt_count'),
-        column('next_attempt_at'), column('at'), column('seq'), column('attempt_status'), column('error_message'), column('duration'),
-        circuit !== undefined, circuit?.openAfter ?? 0, circuit?.cooldownMs ?? 0, circuit?.disableAfter ?? 0,
+        column('stream_id'),
+        column('event_id'),
+        column('lease'),
+        column('status'),
+        column('attempt_count'),
+        column('next_attempt_at'),
+        column('at'),
+        column('seq'),
+        column('attempt_status'),
+        column('error_message'),
+        column('duration'),
+        circuit !== undefined,
+        circuit?.openAfter ?? 0,
+        circuit?.cooldownMs ?? 0,
+        circuit?.disableAfter ?? 0,
         disabledReason(circuit?.disableAfter ?? 0),
       ],
     });

@@ -45,9 +45,14 @@ export class StreamStore {
     const update = trx
       .updateTable('event_streams')
       .set({
-        name: changed.name, status: changed.status, subscriptions: changed.subscriptions,
-        destination: changed.destination, secret: changed.secret, updated_at: changed.updated_at,
-        consecutive_failures: changed.consecutive_failures, circuit_open_until: changed.circuit_open_until,
+        name: changed.name,
+        status: changed.status,
+        subscriptions: changed.subscriptions,
+        destination: changed.destination,
+        secret: changed.secret,
+        updated_at: changed.updated_at,
+        consecutive_failures: changed.consecutive_failures,
+        circuit_open_until: changed.circuit_open_until,
         status_reason: changed.status_reason,
       })
       .where('tenant_id', '=', changed.tenant_id)

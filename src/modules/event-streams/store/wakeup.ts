@@ -37,7 +37,11 @@ export class DeliveryWakeup {
 }
 
 /** A LISTEN connection of its own (a pooled one would be lent out), opened again when it is lost. */
-function listenToPostgres(options: pg.PoolConfig, onWake: () => void, onError: (error: unknown) => void): () => Promise<void> {
+function listenToPostgres(
+  options: pg.PoolConfig,
+  onWake: () => void,
+  onError: (error: unknown) => void,
+): () => Promise<void> {
   let closed = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
@@ -57,7 +61,8 @@ function listenToPostgres(options: pg.PoolConfig, onWake: () => void, onError: (
       lost(fresh);
     });
     fresh.on('end', () => lost(fresh));
-    fresh.connect()
+    fresh
+      .connect()
       .then(() => fresh.query(`LISTEN ${CHANNEL}`))
       // Deliveries queued while nobody listened.
       .then(() => onWake())
