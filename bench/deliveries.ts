@@ -160,8 +160,6 @@ async function api(
   method: string,
   pathAndQuery: string,
   body?: unknown,
-  // The API's JSON bodies, read field by field where the benchmark needs them.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
 ): Promise<{ status: number; body: any }> {
   const response = await fetch(`http://${HOST}:${node.port}${pathAndQuery}`, {
     method,
