@@ -131,7 +131,7 @@ for (const kind of databaseKinds()) {
 
       // One pending domain whose resolver hangs, one whose record never comes, one that becomes ready.
       dns.hold('hanging.recheck.test');
-      const hanging = await create('hanging.recheck.test');
+      await create('hanging.recheck.test');
       const waiting = await create('waiting.recheck.test');
       const patched = await server.request({ method: 'PATCH', url: `/api/v2/custom-domains/${waiting.custom_domain_id}`, payload: { domain_metadata: { owner: 'team-a' } } });
       assert.equal(patched.statusCode, 200, patched.body);

@@ -63,7 +63,7 @@ for (const kind of databaseKinds()) {
       assert.equal(ready.status, 'ready');
       assert.equal(ready.verification?.status, 'verified');
       assert.equal(ready.cname_api_key, undefined);
-      dns.setTxt(proxied.verification.methods?.[0]!.domain!, proxied.verification.methods?.[0]!.record);
+      dns.setTxt(proxied.verification.methods![0]!.domain!, proxied.verification.methods![0]!.record);
       const proxiedReady = await client.customDomains.verify(proxied.custom_domain_id);
       assert.equal(proxiedReady.status, 'ready');
       assert.match(proxiedReady.cname_api_key ?? '', /^[0-9a-f]{128}$/);
