@@ -92,6 +92,11 @@ export class TemplateRenderer {
   private readonly threads = new Set<Thread>();
   private readonly queue: Pending[] = [];
   private closed = false;
+  /**
+   * When the first thread became ready. A render's wait counts from then at the earliest: the threads'
+   * start (loading the template engine, seconds on a loaded machine) is not a flood of renders to refuse.
+   */
+  private firstReadyAt = Number.POSITIVE_INFINITY;
 
   constructor(private readonly settings: RendererSettings) {}
 
@@ -129,7 +134,7 @@ export class TemplateRenderer {
     for (const thread of this.threads) {
       if (!thread.ready || thread.running) continue;
       let next = this.queue.shift();
-      while (next && performance.now() - next.queuedAt > this.settings.timeoutMs) {
+      while (next && performance.now() - Math.max(next.queuedAt, this.firstReadyAt) > this.settings.timeoutMs) {
         next.reject(busy());
         next = this.queue.shift();
       }
@@ -165,6 +170,7 @@ export class TemplateRenderer {
   private received(thread: Thread, message: FromWorker): void {
     if (message.kind === 'ready') {
       thread.ready = true;
+      this.firstReadyAt = Math.min(this.firstReadyAt, performance.now());
       this.dispatch();
       return;
     }
