@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { databaseKinds } from '../helpers/databases.ts';
+import { eachDatabase } from '../helpers/databases.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { startWebhookReceiver, waitUntil, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -15,7 +15,7 @@ interface Tail {
   exited: Promise<number | null>;
 }
 
-for (const kind of databaseKinds()) {
+describe('tenantry events tail', { concurrency: true }, () => eachDatabase((kind) => {
   describe(`tenantry events tail (${kind})`, () => {
     let server: TestServer;
     let receiver: WebhookReceiver;
@@ -125,4 +125,4 @@ for (const kind of databaseKinds()) {
       }
     });
   });
-}
+}));

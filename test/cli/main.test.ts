@@ -6,11 +6,11 @@ import { loadConfig } from '../../src/config.ts';
 import { ALL_SCOPES } from '../../src/modules/oauth/scopes.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { runCli } from '../helpers/cli.ts';
-import { createTestDatabase, databaseKinds, type TestDatabase } from '../helpers/databases.ts';
+import { createTestDatabase, eachDatabase, type TestDatabase } from '../helpers/databases.ts';
 
 const readAll = { fields: [], includeFields: true, withIdpTokens: false };
 
-for (const kind of databaseKinds()) {
+describe('tenantry command line', { concurrency: true }, () => eachDatabase((kind) => {
   describe(`tenantry command line (${kind})`, () => {
     let database: TestDatabase;
     let env: Record<string, string>;
@@ -166,4 +166,4 @@ for (const kind of databaseKinds()) {
       assert.match(await ok('help'), /users import --file FILE/);
     });
   });
-}
+}));

@@ -1,3 +1,4 @@
+import { describe } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -43,4 +44,14 @@ export async function createTestDatabase(kind: 'sqlite' | 'postgres'): Promise<T
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Declares `suites` once per database of databaseKinds(), each database in a suite of its own that
+ * runs its tests one at a time. Called inside a `describe(name, { concurrency: true }, ...)` the
+ * databases run side by side: for files whose time is mostly waiting (for a cache to expire, a retry
+ * to come due, a lease to run out), as each database has its own server, a run on both pays it once.
+ */
+export function eachDatabase(suites: (kind: 'sqlite' | 'postgres') => void): void {
+  for (const kind of databaseKinds()) describe(kind, { concurrency: 1 }, () => suites(kind));
 }

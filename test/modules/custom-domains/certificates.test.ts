@@ -15,7 +15,7 @@ import { checkUploadedCertificate } from '../../../src/modules/custom-domains/ce
 import { createServices } from '../../../src/services.ts';
 import { createCertificateAuthority, issueServerCertificate, writeDevelopmentCertificates, type PemPair } from '../../../src/tls/dev-ca.ts';
 import { runCli } from '../../helpers/cli.ts';
-import { databaseKinds } from '../../helpers/databases.ts';
+import { eachDatabase } from '../../helpers/databases.ts';
 import { startDnsServer, type TestDnsServer } from '../../helpers/dns-server.ts';
 import { startHttpsTestServer, type HttpsTestServer } from '../../helpers/https.ts';
 import { ADMIN_ID, ADMIN_SECRET } from '../../helpers/server.ts';
@@ -77,7 +77,7 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>):
 /** The middle of a PEM body: present in any file that stored the PEM in plaintext. */
 const pemBodySample = (pem: string) => pem.split('\n')[3]!;
 
-for (const kind of databaseKinds()) {
+describe('custom domain certificates over HTTPS', { concurrency: true }, () => eachDatabase((kind) => {
   describe(`custom domain certificates over HTTPS (${kind})`, () => {
     let server: HttpsTestServer;
     let dns: TestDnsServer;
@@ -402,7 +402,7 @@ for (const kind of databaseKinds()) {
       });
     });
   });
-}
+}));
 
 describe('certificate configuration and upload checks', () => {
   it('refuses an unknown certificate source and half of a CA file pair', () => {

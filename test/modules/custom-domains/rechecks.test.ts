@@ -6,7 +6,7 @@ import { claimDueRows } from '../../../src/db/claim-due.ts';
 import { DUE_CHECKS } from '../../../src/modules/custom-domains/store.ts';
 import { createServices, type Services } from '../../../src/services.ts';
 import { ADMIN_ID, ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
-import { databaseKinds } from '../../helpers/databases.ts';
+import { eachDatabase } from '../../helpers/databases.ts';
 import { startDnsServer, type TestDnsServer } from '../../helpers/dns-server.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
@@ -19,7 +19,7 @@ const SCHEDULE = {
 };
 
 
-for (const kind of databaseKinds()) {
+describe('custom domains: background re-checks', { concurrency: true }, () => eachDatabase((kind) => {
   describe(`custom domains: background re-checks (${kind})`, () => {
     let server: TestServer;
     let dns: TestDnsServer;
@@ -226,4 +226,4 @@ for (const kind of databaseKinds()) {
       }
     });
   });
-}
+}));

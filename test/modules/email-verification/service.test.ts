@@ -11,7 +11,7 @@ import { smtpTransport } from '../../../src/mail/transport.ts';
 import { MailOutbox } from '../../../src/mail/outbox.ts';
 import { MailWorker } from '../../../src/mail/worker.ts';
 import { runCli } from '../../helpers/cli.ts';
-import { databaseKinds } from '../../helpers/databases.ts';
+import { eachDatabase } from '../../helpers/databases.ts';
 import { startDnsServer, type TestDnsServer } from '../../helpers/dns-server.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
 import { startSmtpReceiver, type SmtpReceiver } from '../../helpers/smtp-receiver.ts';
@@ -45,7 +45,7 @@ async function eventually<T>(probe: () => Promise<T | undefined>, what: string, 
   }
 }
 
-for (const kind of databaseKinds()) {
+describe('verification emails, the mail outbox and the development mailbox', { concurrency: true }, () => eachDatabase((kind) => {
   describe(`verification emails and the custom-domain header (${kind})`, () => {
     let server: TestServer;
     let dns: TestDnsServer;
@@ -517,7 +517,7 @@ for (const kind of databaseKinds()) {
       assert.equal(readMailboxEntry(dir, '../tenantry'), undefined, 'what is not an id never reaches the file system');
     });
   });
-}
+}));
 
 describe('mail settings', () => {
   it('refuses an SMTP_URL that is not smtp(s) without echoing it, and a lease shorter than the sends', () => {

@@ -7,7 +7,7 @@ import { bootstrap } from '../../../src/bootstrap.ts';
 import { loadConfig } from '../../../src/config.ts';
 import type { Database } from '../../../src/db/database.ts';
 import { createServices, type Services } from '../../../src/services.ts';
-import { createTestDatabase, databaseKinds, type TestDatabase } from '../../helpers/databases.ts';
+import { createTestDatabase, eachDatabase, type TestDatabase } from '../../helpers/databases.ts';
 import { insertFailedDeliveries } from '../../helpers/delivery-fixture.ts';
 import {
   PROCESS_CLIENT_ID, PROCESS_CLIENT_SECRET, PROCESS_ENCRYPTION_KEY, startServerProcess, type ServerProcess,
@@ -60,7 +60,7 @@ function recordStatements(database: Database) {
   return { statements, restore: () => void (database.db = original) };
 }
 
-for (const kind of databaseKinds()) {
+describe('redelivery of 100,000 failed events', { concurrency: true }, () => eachDatabase((kind) => {
   describe(`redelivery of ${COUNT.toLocaleString('en')} failed events (${kind})`, () => {
     let database: TestDatabase;
     let receiver: WebhookReceiver;
@@ -230,4 +230,4 @@ for (const kind of databaseKinds()) {
       for (const row of stillLeased) assert.equal(row.claimed_until, leaseOf.get(row.event_id), `${row.event_id} is under the killed process's lease, not a new one`);
     });
   });
-}
+}));

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { DEFAULT_TENANT_ID } from '../../../src/bootstrap.ts';
 import { ConfigError, loadConfig } from '../../../src/config.ts';
 import { openDatabase, type Database } from '../../../src/db/database.ts';
-import { createTestDatabase, databaseKinds, type TestDatabase } from '../../helpers/databases.ts';
+import { createTestDatabase, eachDatabase, type TestDatabase } from '../../helpers/databases.ts';
 import { api, processToken, startServerProcess, type ServerProcess } from '../../helpers/server-process.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
 import { startWebhookReceiver, waitUntil, type ReceivedRequest, type WebhookReceiver } from '../../helpers/webhook-receiver.ts';
@@ -63,7 +63,7 @@ describe('delivery lease configuration', () => {
   });
 });
 
-for (const kind of databaseKinds()) {
+describe('event delivery across failures', { concurrency: true }, () => eachDatabase((kind) => {
   describe(`event delivery across a SIGKILL (${kind})`, () => {
     let database: TestDatabase;
     let receiver: WebhookReceiver;
@@ -374,7 +374,7 @@ for (const kind of databaseKinds()) {
       server = undefined;
     });
   });
-}
+}));
 
 /** The process (among `pids`) owning the local TCP socket 127.0.0.1:`port` connected to `peerPort`: Linux /proc. */
 function socketOwner(port: number, peerPort: number, pids: number[]): number | undefined {

@@ -6,7 +6,7 @@ import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { buildApp } from '../../../src/app.ts';
 import { createServices, type Services } from '../../../src/services.ts';
 import { runCli } from '../../helpers/cli.ts';
-import { databaseKinds } from '../../helpers/databases.ts';
+import { eachDatabase } from '../../helpers/databases.ts';
 import { startDnsServer, type TestDnsServer } from '../../helpers/dns-server.ts';
 import { ADMIN_ID, ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
 
@@ -16,7 +16,7 @@ const OTHER_NODE_DEADLINE_MS = 7_000;
 const BAD_SIGNATURE = 'Invalid signature received for JSON Web Token validation.';
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
-for (const kind of databaseKinds()) {
+describe('verified-token cache', { concurrency: true }, () => eachDatabase((kind) => {
   describe(`verified-token cache (${kind})`, () => {
     let server: TestServer;
     let dns: TestDnsServer;
@@ -224,4 +224,4 @@ for (const kind of databaseKinds()) {
       }
     });
   });
-}
+}));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { retryAfterMs } from '../../../../src/modules/event-streams/delivery/send.ts';
-import { databaseKinds } from '../../../helpers/databases.ts';
+import { eachDatabase } from '../../../helpers/databases.ts';
 import { startTestServer, type TestServer } from '../../../helpers/server.ts';
 import { startWebhookReceiver, waitUntil, type ProgrammedAnswer, type WebhookReceiver } from '../../../helpers/webhook-receiver.ts';
 
@@ -22,7 +22,7 @@ describe('Retry-After values', () => {
   });
 });
 
-for (const kind of databaseKinds()) {
+describe('"try later" answers from webhooks', { concurrency: true }, () => eachDatabase((kind) => {
   describe(`"try later" answers from webhooks (${kind})`, () => {
     let server: TestServer;
     let receiver: WebhookReceiver | undefined;
@@ -144,4 +144,4 @@ for (const kind of databaseKinds()) {
       assert.equal(requests.length, 4);
     });
   });
-}
+}));
