@@ -25,7 +25,13 @@ describe('OpenAPI document and the API reference page', () => {
   it('serves an OpenAPI 3.1 document generated from the route schemas', async () => {
     const response = await fetch(`${base}/api/v2/openapi.json`);
     assert.equal(response.status, 200);
-    const doc = (await response.json()) as { openapi: string; paths: Record<string, Record<string, { operationId?: string; parameters?: Array<{ name: string; required: boolean }> }>> };
+    const doc = (await response.json()) as {
+      openapi: string;
+      paths: Record<
+        string,
+        Record<string, { operationId?: string; parameters?: Array<{ name: string; required: boolean }> }>
+      >;
+    };
     assert.equal(doc.openapi, '3.1.0');
     const lookup = doc.paths['/api/v2/users-by-email']?.get;
     assert.equal(lookup?.operationId, 'listUsersByEmail');
@@ -40,11 +46,24 @@ describe('OpenAPI document and the API reference page', () => {
     }
     const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-chromium-'));
     try {
-      const { stdout } = await run(CHROMIUM, [
-        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync',
-        `--user-data-dir=${profile}`, '--virtual-time-budget=15000', '--dump-dom', `${base}/docs/`,
-      ], { timeout: 60_000, maxBuffer: 32 * 1024 * 1024 });
+      const { stdout } = await run(
+        CHROMIUM,
+        [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+          `--user-data-dir=${profile}`,
+          '--virtual-time-budget=15000',
+          '--dump-dom',
+          `${base}/docs/`,
+        ],
+        { timeout: 60_000, maxBuffer: 32 * 1024 * 1024 },
+      );
       // Swagger UI renders one block per operation, tagged with its path, once the document has loaded.
       for (const operation of ['/api/v2/users-by-email', '/api/v2/users/{id}']) {
         assert.ok(stdout.includes(`data-path="${operation}"`), `the page lists ${operation}`);

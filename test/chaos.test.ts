@@ -22,7 +22,8 @@ describe('fault injection', { concurrency: true }, () => {
           assert.equal(row.lost, 0, `acknowledged events lost: ${summary(row)}`);
           assert.equal(row.internalErrors, 0, `faults answered 500 instead of naming their cause: ${summary(row)}`);
           // Hung streams' sends time out after 1 s; a healthy stream never waits for them.
-          if (row.healthyP99Ms !== undefined) assert.ok(row.healthyP99Ms < 2_500, `healthy stream held up: ${summary(row)}`);
+          if (row.healthyP99Ms !== undefined)
+            assert.ok(row.healthyP99Ms < 2_500, `healthy stream held up: ${summary(row)}`);
         });
       }
     });

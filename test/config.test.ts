@@ -8,8 +8,13 @@ import { runCli } from './helpers/cli.ts';
 
 describe('configuration', () => {
   it('refuses a BOOTSTRAP_CLIENT_SECRET shorter than 32 characters, saying why', () => {
-    assert.throws(() => loadConfig({ BOOTSTRAP_CLIENT_SECRET: 'a'.repeat(31) }), (error: Error) =>
-      error instanceof ConfigError && /BOOTSTRAP_CLIENT_SECRET must be at least 32 characters/.test(error.message) && !error.message.includes('a'.repeat(31)));
+    assert.throws(
+      () => loadConfig({ BOOTSTRAP_CLIENT_SECRET: 'a'.repeat(31) }),
+      (error: Error) =>
+        error instanceof ConfigError &&
+        /BOOTSTRAP_CLIENT_SECRET must be at least 32 characters/.test(error.message) &&
+        !error.message.includes('a'.repeat(31)),
+    );
     assert.equal(loadConfig({ BOOTSTRAP_CLIENT_SECRET: 'a'.repeat(32) }).bootstrapClientSecret, 'a'.repeat(32));
     assert.equal(loadConfig({}).bootstrapClientSecret, undefined);
   });
@@ -17,7 +22,10 @@ describe('configuration', () => {
   it('refuses to start with a short BOOTSTRAP_CLIENT_SECRET, and creates nothing', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-config-'));
     try {
-      const run = await runCli({ PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', BOOTSTRAP_CLIENT_SECRET: 'letmein' }, ['serve']);
+      const run = await runCli(
+        { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', BOOTSTRAP_CLIENT_SECRET: 'letmein' },
+        ['serve'],
+      );
       assert.notEqual(run.code, 0);
       assert.match(run.stderr, /BOOTSTRAP_CLIENT_SECRET must be at least 32 characters/);
       assert.ok(!`${run.stdout}${run.stderr}`.includes('letmein'));

@@ -23,7 +23,10 @@ process.env.LOG_LEVEL ??= 'silent';
 const target = await startFuzzTarget(kind, { keepGoing: values['keep-going'] });
 const started = Date.now();
 const sentSoFar = () => [...target.statuses.values()].reduce((a, b) => a + b, 0);
-const progress = setInterval(() => console.error(`… ${sentSoFar()} requests, ${((Date.now() - started) / 1000).toFixed(0)} s`), 60_000);
+const progress = setInterval(
+  () => console.error(`… ${sentSoFar()} requests, ${((Date.now() - started) / 1000).toFixed(0)} s`),
+  60_000,
+);
 let failed: unknown;
 try {
   await fuzz(target, requests, seed);
@@ -33,10 +36,17 @@ try {
 clearInterval(progress);
 const seconds = (Date.now() - started) / 1000;
 const sent = sentSoFar();
-console.log(`database ${kind}, seed ${seed}: ${sent} requests in ${seconds.toFixed(1)} s (${(sent / seconds).toFixed(0)}/s)`);
-const histogram = (statuses: Map<number, number>) => [...statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}:${n}`).join(' ');
+console.log(
+  `database ${kind}, seed ${seed}: ${sent} requests in ${seconds.toFixed(1)} s (${(sent / seconds).toFixed(0)}/s)`,
+);
+const histogram = (statuses: Map<number, number>) =>
+  [...statuses]
+    .sort(([a], [b]) => a - b)
+    .map(([s, n]) => `${s}:${n}`)
+    .join(' ');
 console.log(`statuses: ${histogram(target.statuses)}`);
-if (values.verbose) for (const [name, statuses] of [...target.byOperation].sort()) console.log(`  ${name}: ${histogram(statuses)}`);
+if (values.verbose)
+  for (const [name, statuses] of [...target.byOperation].sort()) console.log(`  ${name}: ${histogram(statuses)}`);
 for (const [key, { count, example }] of target.failures) console.log(`\n✖ ${count}× ${key}\n${example}`);
 await target.close();
 if (failed !== undefined) {

@@ -14,16 +14,25 @@ for (const kind of databaseKinds()) {
     });
     after(() => target.close());
 
-    const title = `answers ${REQUESTS} generated requests without a 5xx, a hang, a stray error shape, a change on refusal `
-      + `or a reachable foreign id (seed ${fuzzSeed()})`;
+    const title =
+      `answers ${REQUESTS} generated requests without a 5xx, a hang, a stray error shape, a change on refusal ` +
+      `or a reachable foreign id (seed ${fuzzSeed()})`;
     it(title, async () => {
       const started = Date.now();
       await fuzz(target, REQUESTS);
-      const histogram = [...target.statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}:${n}`).join(' ');
-      console.log(`fuzz (${kind}): ${REQUESTS} requests in ${((Date.now() - started) / 1000).toFixed(1)} s; statuses ${histogram}`);
+      const histogram = [...target.statuses]
+        .sort(([a], [b]) => a - b)
+        .map(([s, n]) => `${s}:${n}`)
+        .join(' ');
+      console.log(
+        `fuzz (${kind}): ${REQUESTS} requests in ${((Date.now() - started) / 1000).toFixed(1)} s; statuses ${histogram}`,
+      );
       assert.deepEqual(target.outbound, []);
-      assert.ok(await target.rowChanges() > 0, 'the change counters saw none of the accepted writes');
-      assert.ok((target.statuses.get(200) ?? 0) + (target.statuses.get(201) ?? 0) > REQUESTS / 50, 'too few requests succeeded to reach deep');
+      assert.ok((await target.rowChanges()) > 0, 'the change counters saw none of the accepted writes');
+      assert.ok(
+        (target.statuses.get(200) ?? 0) + (target.statuses.get(201) ?? 0) > REQUESTS / 50,
+        'too few requests succeeded to reach deep',
+      );
     });
   });
 }

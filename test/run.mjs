@@ -26,15 +26,24 @@ const separate = files.filter((f) => !isUnit(f)).map((f) => path.join('test', f)
 const result = spawnSync(
   process.execPath,
   [
-    '--import', 'tsx', '--test', '--test-concurrency=2',
-    '--test-reporter=spec', '--test-reporter-destination=stdout',
-    `--test-reporter=${path.join(root, 'helpers', 'timing-reporter.mjs')}`, '--test-reporter-destination=stdout',
+    '--import',
+    'tsx',
+    '--test',
+    '--test-concurrency=2',
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    `--test-reporter=${path.join(root, 'helpers', 'timing-reporter.mjs')}`,
+    '--test-reporter-destination=stdout',
     ...(unit.length > 0 ? [path.join('test', 'helpers', 'unit-tests.mjs')] : []),
     ...separate,
   ],
   {
     stdio: 'inherit',
-    env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent', TENANTRY_UNIT_TEST_FILES: JSON.stringify(unit) },
+    env: {
+      ...process.env,
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+      TENANTRY_UNIT_TEST_FILES: JSON.stringify(unit),
+    },
   },
 );
 process.exit(result.status ?? 1);

@@ -8,7 +8,6 @@ import { freePort } from './helpers/server-process.ts';
 const CLIENT_ID = 'shutdown-admin';
 const CLIENT_SECRET = 'shutdown-admin-secret-0123456789-abcdefghij';
 
-
 for (const kind of databaseKinds()) {
   describe(`graceful shutdown on SIGTERM (${kind})`, () => {
     let database: TestDatabase;
@@ -21,8 +20,13 @@ for (const kind of databaseKinds()) {
       const port = await freePort();
       const child = spawn(process.execPath, ['bin/tenantry.mjs', 'serve'], {
         env: {
-          ...process.env, PORT: String(port), DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl ?? '',
-          BOOTSTRAP_CLIENT_ID: CLIENT_ID, BOOTSTRAP_CLIENT_SECRET: CLIENT_SECRET, LOG_LEVEL: 'silent',
+          ...process.env,
+          PORT: String(port),
+          DATA_DIR: database.dataDir,
+          DATABASE_URL: database.databaseUrl ?? '',
+          BOOTSTRAP_CLIENT_ID: CLIENT_ID,
+          BOOTSTRAP_CLIENT_SECRET: CLIENT_SECRET,
+          LOG_LEVEL: 'silent',
         },
         stdio: ['ignore', 'pipe', 'inherit'],
       });
@@ -35,28 +39,48 @@ for (const kind of databaseKinds()) {
       const tokenResponse = await fetch(`${base}/oauth/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: CLIENT_SECRET, audience: `https://localhost:${port}/api/v2/` }),
+        body: JSON.stringify({
+          grant_type: 'client_credentials',
+          client_id: CLIENT_ID,
+          client_secret: CLIENT_SECRET,
+          audience: `https://localhost:${port}/api/v2/`,
+        }),
       });
       const { access_token: token } = (await tokenResponse.json()) as { access_token: string };
 
       // A request whose body is only half sent when SIGTERM arrives.
-      const body = JSON.stringify({ connection: 'Username-Password-Authentication', email: 'inflight@example.com', password: 'long-enough-password' });
+      const body = JSON.stringify({
+        connection: 'Username-Password-Authentication',
+        email: 'inflight@example.com',
+        password: 'long-enough-password',
+      });
       const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const request = http.request(`${base}/api/v2/users`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        }, (res) => {
-          let text = '';
-          res.on('data', (c: Buffer) => (text += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-        });
+        const request = http.request(
+          `${base}/api/v2/users`,
+          {
+            method: 'POST',
+            headers: {
+              authorization: `Bearer ${token}`,
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(body),
+            },
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (c: Buffer) => (text += c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+          },
+        );
         request.on('error', reject);
         request.write(body.slice(0, 20));
         setTimeout(() => {
           child.kill('SIGTERM');
           setTimeout(async () => {
             // The listener is closed by now: a new connection is refused.
-            const refused = await fetch(`${base}/health`).then(() => false, () => true);
+            const refused = await fetch(`${base}/health`).then(
+              () => false,
+              () => true,
+            );
             assert.equal(refused, true, 'new connections are refused while shutting down');
             request.end(body.slice(20));
           }, 300);

@@ -12,7 +12,10 @@ import { migrate, openDatabase, type Database } from '../../src/db/database.ts';
  * (users import, a certificate upload) does beside a running server. The writer is a child process with
  * its own connection and the server's busy timeout.
  */
-function writeFromAnotherProcess(file: string, id: string): { started: Promise<void>; exited: Promise<{ code: number | null; stderr: string }> } {
+function writeFromAnotherProcess(
+  file: string,
+  id: string,
+): { started: Promise<void>; exited: Promise<{ code: number | null; stderr: string }> } {
   const script = `
     const Database = require('better-sqlite3');
     const db = new Database(process.argv[1]);
@@ -20,11 +23,16 @@ function writeFromAnotherProcess(file: string, id: string): { started: Promise<v
     process.stdout.write('started\\n');
     db.prepare("INSERT INTO tenants (id, domain, created_at) VALUES (?, ?, '2026-01-01T00:00:00.000Z')").run(process.argv[2], process.argv[2] + '.example');
     db.close();`;
-  const child = spawn(process.execPath, ['-e', script, file, id], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['-e', script, file, id], {
+    cwd: process.cwd(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
   const started = new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
-  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
+  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) =>
+    child.on('exit', (code) => resolve({ code, stderr })),
+  );
   return { started, exited };
 }
 
@@ -51,13 +59,19 @@ describe('SQLite shared with another process', () => {
       await other.started;
       // Time for the other process's write to land, if this transaction let it in before its own.
       await new Promise((resolve) => setTimeout(resolve, 500));
-      await trx.insertInto('tenants').values({ id: 'this-process', domain: 'this.example', created_at: new Date().toISOString() }).execute();
+      await trx
+        .insertInto('tenants')
+        .values({ id: 'this-process', domain: 'this.example', created_at: new Date().toISOString() })
+        .execute();
       assert.equal(before.length, (await trx.selectFrom('tenants').select('id').execute()).length - 1);
     });
     const exited = await other!.exited;
     assert.equal(exited.code, 0, exited.stderr);
     const ids = (await database.db.selectFrom('tenants').select('id').orderBy('id').execute()).map((t) => t.id);
-    assert.deepEqual(ids.filter((id) => id.endsWith('-process')), ['other-process', 'this-process']);
+    assert.deepEqual(
+      ids.filter((id) => id.endsWith('-process')),
+      ['other-process', 'this-process'],
+    );
   });
 });
 
@@ -78,6 +92,9 @@ describe('SQLite durability', () => {
     assert.equal(await synchronous({}), 2, 'FULL by default: a commit survives power loss');
     assert.equal(await synchronous({ SQLITE_SYNCHRONOUS: 'full' }), 2);
     assert.equal(await synchronous({ SQLITE_SYNCHRONOUS: 'normal' }), 1);
-    assert.throws(() => loadConfig({ SQLITE_SYNCHRONOUS: 'off' }), /SQLITE_SYNCHRONOUS must be full or normal, got "off"/);
+    assert.throws(
+      () => loadConfig({ SQLITE_SYNCHRONOUS: 'off' }),
+      /SQLITE_SYNCHRONOUS must be full or normal, got "off"/,
+    );
   });
 });

@@ -44,7 +44,11 @@ describe('database conditions named', () => {
       [new TypeError('x is undefined'), undefined],
     ];
     for (const [error, errorCode] of cases) {
-      assert.equal(databaseUnavailable(error)?.errorCode, errorCode, (error as { code?: string }).code ?? error.message);
+      assert.equal(
+        databaseUnavailable(error)?.errorCode,
+        errorCode,
+        (error as { code?: string }).code ?? error.message,
+      );
     }
   });
 });
@@ -74,11 +78,20 @@ describe('a full disk under SQLite', () => {
     const logStream = new PassThrough();
     logStream.on('data', (chunk: Buffer) => logs.push(...chunk.toString().split('\n').filter(Boolean)));
     // No background work: what is under test is what requests meet.
-    const env = { DATA_DIR: path.join(dir, 'data'), LOG_LEVEL: 'error', DELIVERY_WORKER: 'false', MAIL_WORKER: 'false' };
+    const env = {
+      DATA_DIR: path.join(dir, 'data'),
+      LOG_LEVEL: 'error',
+      DELIVERY_WORKER: 'false',
+      MAIL_WORKER: 'false',
+    };
     server = await startTestServer('sqlite', env, { logStream });
   });
   const createSegment = (name: string) =>
-    server.request({ method: 'POST', url: '/api/v2/experimentation/segments', payload: { name, rules: SEGMENT_RULES } });
+    server.request({
+      method: 'POST',
+      url: '/api/v2/experimentation/segments',
+      payload: { name, rules: SEGMENT_RULES },
+    });
   after(async () => {
     if (skip) return;
     await server.close();
@@ -86,124 +99,165 @@ describe('a full disk under SQLite', () => {
     fs.rmdirSync(dir);
   });
 
-  it('refuses writes with 503 naming SQLITE_FULL, keeps serving reads, and writes again once space is freed', { skip }, async () => {
-    const before = await server.request({ method: 'POST', url: '/api/v2/users', payload: { ...USER, email: 'before-full@example.com' } });
-    assert.equal(before.statusCode, 201, before.body);
+  it(
+    'refuses writes with 503 naming SQLITE_FULL, keeps serving reads, and writes again once space is freed',
+    { skip },
+    async () => {
+      const before = await server.request({
+        method: 'POST',
+        url: '/api/v2/users',
+        payload: { ...USER, email: 'before-full@example.com' },
+      });
+      assert.equal(before.statusCode, 201, before.body);
 
-    // An empty write-ahead log must grow for the next write to land.
-    server.services.database.sqlite!.pragma('wal_checkpoint(TRUNCATE)');
-    const filler = path.join(dir, 'filler');
-    assert.throws(() => fs.writeFileSync(filler, Buffer.alloc(16 * 1024 * 1024)), { code: 'ENOSPC' });
+      // An empty write-ahead log must grow for the next write to land.
+      server.services.database.sqlite!.pragma('wal_checkpoint(TRUNCATE)');
+      const filler = path.join(dir, 'filler');
+      assert.throws(() => fs.writeFileSync(filler, Buffer.alloc(16 * 1024 * 1024)), { code: 'ENOSPC' });
 
-    const full = {
-      statusCode: 503,
-      error: 'Service Unavailable',
-      message: 'The database is out of disk space; try again later.',
-      errorCode: 'insufficient_storage',
-    };
-    const user = await server.request({ method: 'POST', url: '/api/v2/users', payload: { ...USER, email: 'while-full@example.com' } });
-    assert.equal(user.statusCode, 503, user.body);
-    assert.deepEqual(user.json(), full);
-    assert.equal(user.headers['retry-after'], '30');
-    const segment = await createSegment('while full');
-    assert.equal(segment.statusCode, 503, segment.body);
-    assert.deepEqual(segment.json(), full);
+      const full = {
+        statusCode: 503,
+        error: 'Service Unavailable',
+        message: 'The database is out of disk space; try again later.',
+        errorCode: 'insufficient_storage',
+      };
+      const user = await server.request({
+        method: 'POST',
+        url: '/api/v2/users',
+        payload: { ...USER, email: 'while-full@example.com' },
+      });
+      assert.equal(user.statusCode, 503, user.body);
+      assert.deepEqual(user.json(), full);
+      assert.equal(user.headers['retry-after'], '30');
+      const segment = await createSegment('while full');
+      assert.equal(segment.statusCode, 503, segment.body);
+      assert.deepEqual(segment.json(), full);
 
-    const logged = logs.map((line) => JSON.parse(line)).filter((line) => line.code === 'SQLITE_FULL');
-    assert.equal(logged.length, 2, logs.join('\n'));
-    for (const line of logged) {
-      assert.equal(line.level, 50, 'at error level');
-      assert.match(line.msg, /SQLITE_FULL/);
-      assert.match(line.reqId, /./, 'through the request logger');
-    }
-    assert.ok(!logs.some((line) => /no transaction is active/.test(line)), 'not masked by a failed ROLLBACK');
+      const logged = logs.map((line) => JSON.parse(line)).filter((line) => line.code === 'SQLITE_FULL');
+      assert.equal(logged.length, 2, logs.join('\n'));
+      for (const line of logged) {
+        assert.equal(line.level, 50, 'at error level');
+        assert.match(line.msg, /SQLITE_FULL/);
+        assert.match(line.reqId, /./, 'through the request logger');
+      }
+      assert.ok(!logs.some((line) => /no transaction is active/.test(line)), 'not masked by a failed ROLLBACK');
 
-    const read = await server.request({ url: '/api/v2/users-by-email?email=before-full@example.com' });
-    assert.equal(read.statusCode, 200);
-    assert.equal(read.json().length, 1);
-    assert.deepEqual((await server.request({ url: '/api/v2/users-by-email?email=while-full@example.com' })).json(), [], 'nothing written');
-    assert.equal((await server.request({ url: '/api/v2/experimentation/segments' })).statusCode, 200);
+      const read = await server.request({ url: '/api/v2/users-by-email?email=before-full@example.com' });
+      assert.equal(read.statusCode, 200);
+      assert.equal(read.json().length, 1);
+      assert.deepEqual(
+        (await server.request({ url: '/api/v2/users-by-email?email=while-full@example.com' })).json(),
+        [],
+        'nothing written',
+      );
+      assert.equal((await server.request({ url: '/api/v2/experimentation/segments' })).statusCode, 200);
 
-    fs.rmSync(filler);
-    const after = await server.request({ method: 'POST', url: '/api/v2/users', payload: { ...USER, email: 'while-full@example.com' } });
-    assert.equal(after.statusCode, 201, after.body);
-    const segmentAfter = await createSegment('while full');
-    assert.equal(segmentAfter.statusCode, 201, segmentAfter.body);
-  });
+      fs.rmSync(filler);
+      const after = await server.request({
+        method: 'POST',
+        url: '/api/v2/users',
+        payload: { ...USER, email: 'while-full@example.com' },
+      });
+      assert.equal(after.statusCode, 201, after.body);
+      const segmentAfter = await createSegment('while full');
+      assert.equal(segmentAfter.statusCode, 201, segmentAfter.body);
+    },
+  );
 });
 
 for (const kind of databaseKinds()) {
-  describe(`PostgreSQL ending the server's connections (${kind})`, { skip: kind === 'sqlite' && 'PostgreSQL only' }, () => {
-    let server: TestServer;
-    let admin: pg.Client;
-    const logs: string[] = [];
-    before(async () => {
-      if (kind === 'sqlite') return;
-      const logStream = new PassThrough();
-      logStream.on('data', (chunk: Buffer) => logs.push(...chunk.toString().split('\n').filter(Boolean)));
-      server = await startTestServer(kind, { LOG_LEVEL: 'error', DELIVERY_WORKER: 'false', MAIL_WORKER: 'false' }, { logStream });
-      admin = new pg.Client({ connectionString: server.database.databaseUrl });
-      await admin.connect();
-    });
-    after(async () => {
-      if (kind === 'sqlite') return;
-      await admin.end();
-      await server.close();
-    });
-
-    /** Ends every backend of the test database but the admin's own. */
-    const terminateServerConnections = async () =>
-      (await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${OTHER_BACKENDS}`)).rowCount;
-    const createUser = (email: string) => server.request({ method: 'POST', url: '/api/v2/users', payload: { ...USER, email } });
-    const lookUp = () => server.request({ url: '/api/v2/users-by-email?email=idle@example.com' });
-
-    it('requests meeting pooled connections that were ended answer as before, or 503, never 500', async () => {
-      const answers: number[] = [];
-      for (let round = 0; round < 3; round++) {
-        // Several at once, so that the pool's idle connections are all lent out, some before it heard they ended.
-        const warm = await Promise.all(Array.from({ length: 8 }, () => lookUp()));
-        assert.ok(warm.every((r) => r.statusCode === 200));
-        assert.ok((await terminateServerConnections())! >= 1);
-        const burst = await Promise.all(Array.from({ length: 8 }, (_, i) =>
-          i % 2 === 0 ? createUser(`idle-${round}-${i}@example.com`) : lookUp()));
-        for (const response of burst) {
-          answers.push(response.statusCode);
-          if (response.statusCode === 503) assert.equal(response.json().errorCode, 'database_unavailable');
-        }
-      }
-      assert.ok(answers.every((status) => status === 201 || status === 200 || status === 503), answers.join(','));
-      assert.equal((await lookUp()).statusCode, 200, 'the pool replaced its connections');
-    });
-
-    it('a statement running when its connection is ended answers 503 with Retry-After, and is not applied', async () => {
-      logs.length = 0;
-      await admin.query('BEGIN');
-      await admin.query('LOCK TABLE users IN ACCESS EXCLUSIVE MODE');
-      const pending = createUser('in-flight@example.com');
-      await waitUntil(
-        async () => (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE ${OTHER_BACKENDS} AND wait_event_type = 'Lock'`)).rowCount! > 0,
-        10_000,
-        () => 'the request to wait on the lock',
-      );
-      await terminateServerConnections();
-      await admin.query('ROLLBACK');
-      const response = await pending;
-      assert.equal(response.statusCode, 503, response.body);
-      assert.deepEqual(response.json(), {
-        statusCode: 503,
-        error: 'Service Unavailable',
-        message: 'The database cannot be reached or its connection was lost; try again later.',
-        errorCode: 'database_unavailable',
+  describe(
+    `PostgreSQL ending the server's connections (${kind})`,
+    { skip: kind === 'sqlite' && 'PostgreSQL only' },
+    () => {
+      let server: TestServer;
+      let admin: pg.Client;
+      const logs: string[] = [];
+      before(async () => {
+        if (kind === 'sqlite') return;
+        const logStream = new PassThrough();
+        logStream.on('data', (chunk: Buffer) => logs.push(...chunk.toString().split('\n').filter(Boolean)));
+        server = await startTestServer(
+          kind,
+          { LOG_LEVEL: 'error', DELIVERY_WORKER: 'false', MAIL_WORKER: 'false' },
+          { logStream },
+        );
+        admin = new pg.Client({ connectionString: server.database.databaseUrl });
+        await admin.connect();
       });
-      assert.equal(response.headers['retry-after'], '1');
-      const logged = logs.map((line) => JSON.parse(line));
-      assert.deepEqual(logged.map((line) => [line.level, line.code]), [[50, '57P01']], `named by PostgreSQL's own code: ${logs.join('\n')}`);
-      assert.match(logged[0].msg, /terminating connection due to administrator command/);
+      after(async () => {
+        if (kind === 'sqlite') return;
+        await admin.end();
+        await server.close();
+      });
 
-      const users = await admin.query(`SELECT count(*)::int AS n FROM users WHERE email = 'in-flight@example.com'`);
-      assert.equal(users.rows[0].n, 0, 'not applied, nor retried behind the client');
-      const again = await createUser('in-flight@example.com');
-      assert.equal(again.statusCode, 201, again.body);
-    });
-  });
+      /** Ends every backend of the test database but the admin's own. */
+      const terminateServerConnections = async () =>
+        (await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${OTHER_BACKENDS}`)).rowCount;
+      const createUser = (email: string) =>
+        server.request({ method: 'POST', url: '/api/v2/users', payload: { ...USER, email } });
+      const lookUp = () => server.request({ url: '/api/v2/users-by-email?email=idle@example.com' });
+
+      it('requests meeting pooled connections that were ended answer as before, or 503, never 500', async () => {
+        const answers: number[] = [];
+        for (let round = 0; round < 3; round++) {
+          // Several at once, so that the pool's idle connections are all lent out, some before it heard they ended.
+          const warm = await Promise.all(Array.from({ length: 8 }, () => lookUp()));
+          assert.ok(warm.every((r) => r.statusCode === 200));
+          assert.ok((await terminateServerConnections())! >= 1);
+          const burst = await Promise.all(
+            Array.from({ length: 8 }, (_, i) =>
+              i % 2 === 0 ? createUser(`idle-${round}-${i}@example.com`) : lookUp(),
+            ),
+          );
+          for (const response of burst) {
+            answers.push(response.statusCode);
+            if (response.statusCode === 503) assert.equal(response.json().errorCode, 'database_unavailable');
+          }
+        }
+        assert.ok(
+          answers.every((status) => status === 201 || status === 200 || status === 503),
+          answers.join(','),
+        );
+        assert.equal((await lookUp()).statusCode, 200, 'the pool replaced its connections');
+      });
+
+      it('a statement running when its connection is ended answers 503 with Retry-After, and is not applied', async () => {
+        logs.length = 0;
+        await admin.query('BEGIN');
+        await admin.query('LOCK TABLE users IN ACCESS EXCLUSIVE MODE');
+        const pending = createUser('in-flight@example.com');
+        await waitUntil(
+          async () =>
+            (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE ${OTHER_BACKENDS} AND wait_event_type = 'Lock'`))
+              .rowCount! > 0,
+          10_000,
+          () => 'the request to wait on the lock',
+        );
+        await terminateServerConnections();
+        await admin.query('ROLLBACK');
+        const response = await pending;
+        assert.equal(response.statusCode, 503, response.body);
+        assert.deepEqual(response.json(), {
+          statusCode: 503,
+          error: 'Service Unavailable',
+          message: 'The database cannot be reached or its connection was lost; try again later.',
+          errorCode: 'database_unavailable',
+        });
+        assert.equal(response.headers['retry-after'], '1');
+        const logged = logs.map((line) => JSON.parse(line));
+        assert.deepEqual(
+          logged.map((line) => [line.level, line.code]),
+          [[50, '57P01']],
+          `named by PostgreSQL's own code: ${logs.join('\n')}`,
+        );
+        assert.match(logged[0].msg, /terminating connection due to administrator command/);
+
+        const users = await admin.query(`SELECT count(*)::int AS n FROM users WHERE email = 'in-flight@example.com'`);
+        assert.equal(users.rows[0].n, 0, 'not applied, nor retried behind the client');
+        const again = await createUser('in-flight@example.com');
+        assert.equal(again.statusCode, 201, again.body);
+      });
+    },
+  );
 }

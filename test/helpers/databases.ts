@@ -21,7 +21,12 @@ export function databaseKinds(): Array<'sqlite' | 'postgres'> {
 export async function createTestDatabase(kind: 'sqlite' | 'postgres'): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-test-'));
   if (kind === 'sqlite') {
-    return { kind, dataDir, databaseUrl: undefined, drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
+    return {
+      kind,
+      dataDir,
+      databaseUrl: undefined,
+      drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }),
+    };
   }
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) throw new Error('TEST_DATABASE_URL is not set');

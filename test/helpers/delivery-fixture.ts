@@ -18,18 +18,51 @@ export async function insertFailedDeliveries(
     for (let done = 0; done < options.count; done += batch) {
       const chunk = Array.from({ length: Math.min(batch, options.count - done) }, () => newId.event());
       ids.push(...chunk);
-      await trx.insertInto('events').values(chunk.map((id, i) => ({
-        id, tenant_id: options.tenantId, type: 'user.created', time, source: options.source,
-        data: JSON.stringify({ object: { user_id: `svc|fixture${done + i}` } }), purpose: null,
-      }))).execute();
-      await trx.insertInto('deliveries').values(chunk.map((id) => ({
-        stream_id: options.streamId, event_id: id, event_type: 'user.created', event_time: time, status: 'failed' as const,
-        attempt_count: 1, attempt_seq: 1, next_attempt_at: time, claimed_until: null, updated_at: time,
-      }))).execute();
-      await trx.insertInto('delivery_attempts').values(chunk.map((id) => ({
-        stream_id: options.streamId, event_id: id, seq: 1, status: 'failed' as const, timestamp: time,
-        error_message: 'Unexpected status code 400 from POST http://127 ...', duration: 1.5,
-      }))).execute();
+      await trx
+        .insertInto('events')
+        .values(
+          chunk.map((id, i) => ({
+            id,
+            tenant_id: options.tenantId,
+            type: 'user.created',
+            time,
+            source: options.source,
+            data: JSON.stringify({ object: { user_id: `svc|fixture${done + i}` } }),
+            purpose: null,
+          })),
+        )
+        .execute();
+      await trx
+        .insertInto('deliveries')
+        .values(
+          chunk.map((id) => ({
+            stream_id: options.streamId,
+            event_id: id,
+            event_type: 'user.created',
+            event_time: time,
+            status: 'failed' as const,
+            attempt_count: 1,
+            attempt_seq: 1,
+            next_attempt_at: time,
+            claimed_until: null,
+            updated_at: time,
+          })),
+        )
+        .execute();
+      await trx
+        .insertInto('delivery_attempts')
+        .values(
+          chunk.map((id) => ({
+            stream_id: options.streamId,
+            event_id: id,
+            seq: 1,
+            status: 'failed' as const,
+            timestamp: time,
+            error_message: 'Unexpected status code 400 from POST http://127 ...',
+            duration: 1.5,
+          })),
+        )
+        .execute();
     }
   });
   return ids;
@@ -43,13 +76,37 @@ export async function insertDueDeliveries(
   const at = new Date(Date.now() - 1000).toISOString();
   const ids = Array.from({ length: options.count }, () => newId.event());
   await database.db.transaction().execute(async (trx) => {
-    await trx.insertInto('events').values(ids.map((id) => ({
-      id, tenant_id: options.tenantId, type: 'user.created', time: at, source: options.source, data: JSON.stringify({ object: { id } }), purpose: null,
-    }))).execute();
-    await trx.insertInto('deliveries').values(ids.map((id) => ({
-      stream_id: options.streamId, event_id: id, event_type: 'user.created', event_time: at, status: 'pending' as const,
-      attempt_count: 0, attempt_seq: 0, next_attempt_at: at, claimed_until: null, updated_at: at,
-    }))).execute();
+    await trx
+      .insertInto('events')
+      .values(
+        ids.map((id) => ({
+          id,
+          tenant_id: options.tenantId,
+          type: 'user.created',
+          time: at,
+          source: options.source,
+          data: JSON.stringify({ object: { id } }),
+          purpose: null,
+        })),
+      )
+      .execute();
+    await trx
+      .insertInto('deliveries')
+      .values(
+        ids.map((id) => ({
+          stream_id: options.streamId,
+          event_id: id,
+          event_type: 'user.created',
+          event_time: at,
+          status: 'pending' as const,
+          attempt_count: 0,
+          attempt_seq: 0,
+          next_attempt_at: at,
+          claimed_until: null,
+          updated_at: at,
+        })),
+      )
+      .execute();
   });
   return ids;
 }

@@ -21,11 +21,18 @@ export interface TestDnsServer {
 
 const TYPE = { A: 1, CNAME: 5, TXT: 16 } as const;
 
-interface Entry { cname?: string; txt?: string[]; a?: string }
+interface Entry {
+  cname?: string;
+  txt?: string[];
+  a?: string;
+}
 
 function encodeName(name: string): Buffer {
   const parts = name.replace(/\.$/, '').split('.').filter(Boolean);
-  return Buffer.concat([...parts.map((p) => Buffer.concat([Buffer.from([p.length]), Buffer.from(p, 'ascii')])), Buffer.from([0])]);
+  return Buffer.concat([
+    ...parts.map((p) => Buffer.concat([Buffer.from([p.length]), Buffer.from(p, 'ascii')])),
+    Buffer.from([0]),
+  ]);
 }
 
 function readName(message: Buffer, offset: number): { name: string; end: number } {
@@ -73,11 +80,16 @@ export async function startDnsServer(): Promise<TestDnsServer> {
       const entry = entries.get(name);
       const answers: Buffer[] = [];
       const owner = encodeName(name);
-      if (entry?.cname && (qtype === TYPE.CNAME || qtype === TYPE.A)) answers.push(record(owner, TYPE.CNAME, encodeName(entry.cname)));
+      if (entry?.cname && (qtype === TYPE.CNAME || qtype === TYPE.A))
+        answers.push(record(owner, TYPE.CNAME, encodeName(entry.cname)));
       if (entry?.txt && qtype === TYPE.TXT) {
-        for (const value of entry.txt) answers.push(record(owner, TYPE.TXT, Buffer.concat([Buffer.from([Buffer.byteLength(value)]), Buffer.from(value)])));
+        for (const value of entry.txt)
+          answers.push(
+            record(owner, TYPE.TXT, Buffer.concat([Buffer.from([Buffer.byteLength(value)]), Buffer.from(value)])),
+          );
       }
-      if (entry?.a && qtype === TYPE.A) answers.push(record(owner, TYPE.A, Buffer.from(entry.a.split('.').map(Number))));
+      if (entry?.a && qtype === TYPE.A)
+        answers.push(record(owner, TYPE.A, Buffer.from(entry.a.split('.').map(Number))));
       const header = Buffer.alloc(12);
       header.writeUInt16BE(id, 0);
       // QR, AA, RD copied; RCODE 3 (NXDOMAIN) when the name is unknown, 0 (NODATA) otherwise.
@@ -98,12 +110,22 @@ export async function startDnsServer(): Promise<TestDnsServer> {
   };
   return {
     address: `127.0.0.1:${socket.address().port}`,
-    setCname: (name, target) => { entry(name).cname = target; },
-    setTxt: (name, value) => { (entry(name).txt ??= []).push(value); },
-    setA: (name, ip) => { entry(name).a = ip; },
-    remove: (name) => { entries.delete(name.toLowerCase()); },
+    setCname: (name, target) => {
+      entry(name).cname = target;
+    },
+    setTxt: (name, value) => {
+      (entry(name).txt ??= []).push(value);
+    },
+    setA: (name, ip) => {
+      entry(name).a = ip;
+    },
+    remove: (name) => {
+      entries.delete(name.toLowerCase());
+    },
     queries: (name) => counts.get(name.toLowerCase()) ?? 0,
-    hold: (name) => { if (!held.has(name.toLowerCase())) held.set(name.toLowerCase(), []); },
+    hold: (name) => {
+      if (!held.has(name.toLowerCase())) held.set(name.toLowerCase(), []);
+    },
     release: (name) => {
       const waiting = held.get(name.toLowerCase()) ?? [];
       held.delete(name.toLowerCase());

@@ -28,17 +28,23 @@ function processTls(): { ca: PemPair; leaf: PemPair } {
   return tls;
 }
 
-
 /**
  * A test server listening for real on HTTPS at 127.0.0.1, for clients (the official SDK) that only
  * speak HTTPS to `https://${domain}`. Its admin token's audience is `https://${domain}/api/v2/`.
  */
-export async function startHttpsTestServer(kind: 'sqlite' | 'postgres', overrides: Record<string, string> = {}): Promise<HttpsTestServer> {
+export async function startHttpsTestServer(
+  kind: 'sqlite' | 'postgres',
+  overrides: Record<string, string> = {},
+): Promise<HttpsTestServer> {
   const { ca, leaf } = processTls();
   // Known before the server starts, because the tenant's domain includes it.
   const port = await freePort();
   const domain = `localhost:${port}`;
-  const server = await startTestServer(kind, { TENANT_DOMAIN: domain, ...overrides }, { https: { cert: leaf.cert, key: leaf.key } });
+  const server = await startTestServer(
+    kind,
+    { TENANT_DOMAIN: domain, ...overrides },
+    { https: { cert: leaf.cert, key: leaf.key } },
+  );
   try {
     await server.app.listen({ port, host: '127.0.0.1' });
   } catch (error) {

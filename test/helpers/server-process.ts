@@ -37,34 +37,43 @@ export async function freePort(): Promise<number> {
  * a restart on another port is the same tenant, and tokens stay valid across restarts.
  */
 export async function startServerProcess(
-  database: TestDatabase, env: Record<string, string> = {}, options: { stderr?: 'inherit' | 'collect'; readyWithinMs?: number } = {},
+  database: TestDatabase,
+  env: Record<string, string> = {},
+  options: { stderr?: 'inherit' | 'collect'; readyWithinMs?: number } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
-  const child: ChildProcessByStdio<null, Readable, Readable | null> = spawn(process.execPath, ['bin/tenantry.mjs', 'serve'], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      DATA_DIR: database.dataDir,
-      DATABASE_URL: database.databaseUrl ?? '',
-      TENANT_DOMAIN: 'process.test',
-      BOOTSTRAP_CLIENT_ID: PROCESS_CLIENT_ID,
-      BOOTSTRAP_CLIENT_SECRET: PROCESS_CLIENT_SECRET,
-      ENCRYPTION_KEY: PROCESS_ENCRYPTION_KEY,
-      LOG_LEVEL: 'silent',
-      ...env,
+  const child: ChildProcessByStdio<null, Readable, Readable | null> = spawn(
+    process.execPath,
+    ['bin/tenantry.mjs', 'serve'],
+    {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        DATA_DIR: database.dataDir,
+        DATABASE_URL: database.databaseUrl ?? '',
+        TENANT_DOMAIN: 'process.test',
+        BOOTSTRAP_CLIENT_ID: PROCESS_CLIENT_ID,
+        BOOTSTRAP_CLIENT_SECRET: PROCESS_CLIENT_SECRET,
+        ENCRYPTION_KEY: PROCESS_ENCRYPTION_KEY,
+        LOG_LEVEL: 'silent',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', options.stderr === 'collect' ? 'pipe' : 'inherit'],
     },
-    stdio: ['ignore', 'pipe', options.stderr === 'collect' ? 'pipe' : 'inherit'],
-  }) as ChildProcessByStdio<null, Readable, Readable | null>;
+  ) as ChildProcessByStdio<null, Readable, Readable | null>;
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
     let output = '';
     // A process that is not ready in time is killed, so no caller is left with a child it cannot end.
-    const timer = options.readyWithinMs === undefined ? undefined : setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`server not ready within ${options.readyWithinMs} ms`));
-    }, options.readyWithinMs);
+    const timer =
+      options.readyWithinMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            child.kill('SIGKILL');
+            reject(new Error(`server not ready within ${options.readyWithinMs} ms`));
+          }, options.readyWithinMs);
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       if (!output.includes('Tenantry serves')) return;
@@ -99,7 +108,10 @@ export async function processToken(server: ServerProcess, domain = 'process.test
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
-      grant_type: 'client_credentials', client_id: PROCESS_CLIENT_ID, client_secret: PROCESS_CLIENT_SECRET, audience: `https://${domain}/api/v2/`,
+      grant_type: 'client_credentials',
+      client_id: PROCESS_CLIENT_ID,
+      client_secret: PROCESS_CLIENT_SECRET,
+      audience: `https://${domain}/api/v2/`,
     }),
   });
   if (response.status !== 200) throw new Error(`token request failed: ${response.status} ${await response.text()}`);
@@ -108,11 +120,18 @@ export async function processToken(server: ServerProcess, domain = 'process.test
 
 /** A JSON request to the server's Management API. */
 export async function api(
-  server: ServerProcess, token: string, method: string, path: string, body?: unknown,
+  server: ServerProcess,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
 ): Promise<{ status: number; body: any }> {
   const response = await fetch(`${server.base}/api/v2${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await response.text();

@@ -50,7 +50,12 @@ export async function startTestServer(
   const app = await buildApp(services, options);
   const { tenant } = await bootstrap(services);
 
-  const tokenFor = async (host: string, clientId: string, clientSecret: string, audience = `https://${host}/api/v2/`) => {
+  const tokenFor = async (
+    host: string,
+    clientId: string,
+    clientSecret: string,
+    audience = `https://${host}/api/v2/`,
+  ) => {
     const response = await app.inject({
       method: 'POST',
       url: '/oauth/token',
@@ -76,7 +81,11 @@ export async function startTestServer(
     },
     async clientWithScopes(scopes) {
       const client = await services.clients.create(tenant.id, { name: `scoped ${scopes.join(' ')}`, scopes });
-      return { clientId: client.clientId, clientSecret: client.clientSecret, token: await tokenFor(domain, client.clientId, client.clientSecret) };
+      return {
+        clientId: client.clientId,
+        clientSecret: client.clientSecret,
+        token: await tokenFor(domain, client.clientId, client.clientSecret),
+      };
     },
     async addTenant(id, tenantDomain) {
       const other = await provisionTenant(services, id, tenantDomain);

@@ -31,7 +31,8 @@ export async function startSmtpReceiver(credentials?: { user: string; pass: stri
     authOptional: credentials === undefined,
     logger: false,
     onAuth(auth, _session, callback) {
-      if (credentials && auth.username === credentials.user && auth.password === credentials.pass) return callback(null, { user: auth.username });
+      if (credentials && auth.username === credentials.user && auth.password === credentials.pass)
+        return callback(null, { user: auth.username });
       return callback(new Error('Invalid username or password'));
     },
     onData(stream, _session, callback) {
@@ -57,7 +58,9 @@ export async function startSmtpReceiver(credentials?: { user: string; pass: stri
   const auth = credentials ? `${encodeURIComponent(credentials.user)}:${encodeURIComponent(credentials.pass)}@` : '';
 
   const recipients = (mail: ParsedMail) =>
-    (Array.isArray(mail.to) ? mail.to : mail.to ? [mail.to] : []).flatMap((to) => to.value.map((v) => v.address?.toLowerCase()));
+    (Array.isArray(mail.to) ? mail.to : mail.to ? [mail.to] : []).flatMap((to) =>
+      to.value.map((v) => v.address?.toLowerCase()),
+    );
 
   return {
     url: `smtp://${auth}127.0.0.1:${port}`,

@@ -33,7 +33,9 @@ export interface WebhookReceiver {
  * `keep: false` records nothing (for floods of requests, counted by a `beforeAnswer` hook instead).
  * `tls` makes it an HTTPS endpoint with that certificate (e.g. one issued by the development CA).
  */
-export async function startWebhookReceiver(options: { keep?: boolean; tls?: { cert: string; key: string } } = {}): Promise<WebhookReceiver> {
+export async function startWebhookReceiver(
+  options: { keep?: boolean; tls?: { cert: string; key: string } } = {},
+): Promise<WebhookReceiver> {
   const requests: ReceivedRequest[] = [];
   let queue: ProgrammedAnswer[] = [];
   let fallback = 204;
@@ -45,7 +47,13 @@ export async function startWebhookReceiver(options: { keep?: boolean; tls?: { ce
     req.on('end', async () => {
       const body = Buffer.concat(chunks).toString('utf8');
       const request = {
-        method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, json: () => JSON.parse(body), at: Date.now(), remotePort: req.socket.remotePort ?? 0,
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body,
+        json: () => JSON.parse(body),
+        at: Date.now(),
+        remotePort: req.socket.remotePort ?? 0,
       };
       if (options.keep !== false) requests.push(request);
       await hook?.(request);
@@ -68,18 +76,27 @@ export async function startWebhookReceiver(options: { keep?: boolean; tls?: { ce
       hook = next;
     },
     async waitFor(predicate, timeoutMs = 5000) {
-      await waitUntil(() => predicate(requests), timeoutMs, () => `webhook receiver: condition not met; got ${requests.length} requests`);
+      await waitUntil(
+        () => predicate(requests),
+        timeoutMs,
+        () => `webhook receiver: condition not met; got ${requests.length} requests`,
+      );
       return requests;
     },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
 /** Polls `condition` every 10 ms until it holds; fails after `timeoutMs`. */
-export async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs = 5000, describe: () => string = () => 'condition'): Promise<void> {
+export async function waitUntil(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  describe: () => string = () => 'condition',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await condition()) return;

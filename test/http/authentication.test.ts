@@ -42,13 +42,20 @@ for (const kind of databaseKinds()) {
       const missing = await lookup(null);
       assert.equal(missing.statusCode, 401);
       assert.deepEqual(missing.json(), {
-        statusCode: 401, error: 'Unauthorized', message: 'Missing authentication', attributes: { error: 'Missing authentication' },
+        statusCode: 401,
+        error: 'Unauthorized',
+        message: 'Missing authentication',
+        attributes: { error: 'Missing authentication' },
       });
       assert.equal(missing.headers['www-authenticate'], 'Bearer');
     });
 
     it('answers 400 for a malformed Authorization header', async () => {
-      const response = await server.request({ url: '/api/v2/users-by-email?email=a%40b.co', token: null, headers: { authorization: 'Token abc' } });
+      const response = await server.request({
+        url: '/api/v2/users-by-email?email=a%40b.co',
+        token: null,
+        headers: { authorization: 'Token abc' },
+      });
       assert.equal(response.statusCode, 400);
       assert.equal(response.json().message, 'Bad HTTP authentication header format');
     });
@@ -59,23 +66,32 @@ for (const kind of databaseKinds()) {
 
       const [h, p, s] = good.split('.') as [string, string, string];
       const tampered = `${h}.${b64({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), scope: 'read:users delete:users' })}.${s}`;
-      assert.equal((await lookup(tampered)).json().message, 'Invalid signature received for JSON Web Token validation.');
+      assert.equal(
+        (await lookup(tampered)).json().message,
+        'Invalid signature received for JSON Web Token validation.',
+      );
 
       const none = `${b64({ alg: 'none', typ: 'JWT' })}.${p}.`;
       assert.equal((await lookup(none)).statusCode, 401);
 
       // HS256 signed with the public key as the HMAC secret: the classic key-confusion attack.
-      const jwks = (await server.app.inject({ url: '/.well-known/jwks.json', headers: { host: server.domain } })).json();
+      const jwks = (
+        await server.app.inject({ url: '/.well-known/jwks.json', headers: { host: server.domain } })
+      ).json();
       const hs = await new SignJWT({ scope: 'read:users' })
         .setProtectedHeader({ alg: 'HS256', kid: jwks.keys[0].kid })
-        .setIssuer(`https://${server.domain}/`).setAudience(`https://${server.domain}/api/v2/`).setExpirationTime('1h')
+        .setIssuer(`https://${server.domain}/`)
+        .setAudience(`https://${server.domain}/api/v2/`)
+        .setExpirationTime('1h')
         .sign(new TextEncoder().encode(JSON.stringify(jwks.keys[0])));
       assert.equal((await lookup(hs)).statusCode, 401);
 
       const stranger = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
       const foreign = await new SignJWT({ scope: 'read:users' })
         .setProtectedHeader({ alg: 'RS256', kid: decodeProtectedHeader(good).kid! })
-        .setIssuer(`https://${server.domain}/`).setAudience(`https://${server.domain}/api/v2/`).setExpirationTime('1h')
+        .setIssuer(`https://${server.domain}/`)
+        .setAudience(`https://${server.domain}/api/v2/`)
+        .setExpirationTime('1h')
         .sign(stranger);
       assert.equal((await lookup(foreign)).json().message, 'Invalid signature received for JSON Web Token validation.');
 
@@ -100,20 +116,33 @@ for (const kind of databaseKinds()) {
       const response = await lookup(token);
       assert.equal(response.statusCode, 403);
       assert.deepEqual(response.json(), {
-        statusCode: 403, error: 'Forbidden', message: 'Insufficient scope, expected any of: read:users', errorCode: 'insufficient_scope',
+        statusCode: 403,
+        error: 'Forbidden',
+        message: 'Insufficient scope, expected any of: read:users',
+        errorCode: 'insufficient_scope',
       });
     });
 
     it("refuses a tenant's token on another tenant", async () => {
       const other = await server.addTenant('other', 'other.test');
-      const mine = await server.request({ url: '/api/v2/users-by-email?email=a%40b.co', token: other.token, headers: { host: 'other.test' } });
+      const mine = await server.request({
+        url: '/api/v2/users-by-email?email=a%40b.co',
+        token: other.token,
+        headers: { host: 'other.test' },
+      });
       assert.equal(mine.statusCode, 200);
       const theirs = await server.request({ url: '/api/v2/users-by-email?email=a%40b.co', token: other.token });
       assert.equal(theirs.statusCode, 401);
-      const reverse = await server.request({ url: '/api/v2/users-by-email?email=a%40b.co', headers: { host: 'other.test' } });
+      const reverse = await server.request({
+        url: '/api/v2/users-by-email?email=a%40b.co',
+        headers: { host: 'other.test' },
+      });
       assert.equal(reverse.statusCode, 401);
       // With two tenants, an unknown host no longer falls back to the default tenant.
-      const unknownHost = await server.request({ url: '/api/v2/users-by-email?email=a%40b.co', headers: { host: 'unknown.test' } });
+      const unknownHost = await server.request({
+        url: '/api/v2/users-by-email?email=a%40b.co',
+        headers: { host: 'unknown.test' },
+      });
       assert.equal(unknownHost.statusCode, 404);
     });
   });

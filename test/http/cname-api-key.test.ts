@@ -10,7 +10,12 @@ const SELF_A = 'login.proxied-a.test';
 const SELF_B = 'login.proxied-b.test';
 const MANAGED = 'login.managed.test';
 
-const refusal = (message: string) => ({ statusCode: 403, error: 'Forbidden', message, errorCode: 'invalid_cname_api_key' });
+const refusal = (message: string) => ({
+  statusCode: 403,
+  error: 'Forbidden',
+  message,
+  errorCode: 'invalid_cname_api_key',
+});
 
 for (const kind of databaseKinds()) {
   describe(`custom domains: the cname-api-key of self-managed domains (${kind})`, () => {
@@ -27,12 +32,20 @@ for (const kind of databaseKinds()) {
       server = await startTestServer(kind, { DNS_SERVERS: dns.address, LOG_LEVEL: 'info' }, { logStream });
       // A second tenant, so that no host falls back to the only tenant.
       await server.addTenant('other-tenant', 'other.test');
-      for (const [domain, type] of [[SELF_A, 'self_managed_certs'], [SELF_B, 'self_managed_certs'], [MANAGED, 'svc_managed_certs']] as const) {
-        const cd = (await server.request({ method: 'POST', url: '/api/v2/custom-domains', payload: { domain, type } })).json();
+      for (const [domain, type] of [
+        [SELF_A, 'self_managed_certs'],
+        [SELF_B, 'self_managed_certs'],
+        [MANAGED, 'svc_managed_certs'],
+      ] as const) {
+        const cd = (
+          await server.request({ method: 'POST', url: '/api/v2/custom-domains', payload: { domain, type } })
+        ).json();
         const method = cd.verification.methods[0];
         if (type === 'self_managed_certs') dns.setTxt(method.domain, method.record);
         else dns.setCname(domain, method.record);
-        const verified = (await server.request({ method: 'POST', url: `/api/v2/custom-domains/${cd.custom_domain_id}/verify` })).json();
+        const verified = (
+          await server.request({ method: 'POST', url: `/api/v2/custom-domains/${cd.custom_domain_id}/verify` })
+        ).json();
         assert.equal(verified.status, 'ready');
         ids[domain] = cd.custom_domain_id;
         if (verified.cname_api_key) keys[domain] = verified.cname_api_key;
@@ -49,10 +62,19 @@ for (const kind of databaseKinds()) {
         method: 'POST',
         url: '/oauth/token',
         headers: { host, ...(key === undefined ? {} : { 'cname-api-key': key }) },
-        payload: { grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience: `https://${host}/api/v2/` },
+        payload: {
+          grant_type: 'client_credentials',
+          client_id: ADMIN_ID,
+          client_secret: ADMIN_SECRET,
+          audience: `https://${host}/api/v2/`,
+        },
       });
     const list = (host: string, token: string | undefined, key?: string) =>
-      server.request({ url: '/api/v2/custom-domains', ...(token === undefined ? {} : { token }), headers: { host, ...(key === undefined ? {} : { 'cname-api-key': key }) } });
+      server.request({
+        url: '/api/v2/custom-domains',
+        ...(token === undefined ? {} : { token }),
+        headers: { host, ...(key === undefined ? {} : { 'cname-api-key': key }) },
+      });
 
     it('serves a self-managed domain through the proxy holding its key: token grant and API call', async () => {
       const granted = await grant(SELF_A, keys[SELF_A]);
@@ -62,21 +84,37 @@ for (const kind of databaseKinds()) {
       assert.equal(decodeJwt(token).aud, `https://${SELF_A}/api/v2/`);
       const listed = await list(SELF_A, token, keys[SELF_A]);
       assert.equal(listed.statusCode, 200, listed.body);
-      assert.deepEqual((listed.json() as Array<{ domain: string }>).map((d) => d.domain), [SELF_A, SELF_B, MANAGED].sort());
+      assert.deepEqual(
+        (listed.json() as Array<{ domain: string }>).map((d) => d.domain),
+        [SELF_A, SELF_B, MANAGED].sort(),
+      );
       // The token of the custom domain is one of the tenant's: the canonical domain accepts it too.
       assert.equal((await list(server.domain, token)).statusCode, 200);
     });
 
     it('refuses a missing or wrong key, and a key of another domain, before anything else runs', async () => {
-      assert.deepEqual((await grant(SELF_A)).json(), refusal(`Missing cname-api-key header: requests to the self-managed custom domain ${SELF_A} must come through its proxy`));
-      assert.deepEqual((await grant(SELF_A, '')).json(), refusal(`Missing cname-api-key header: requests to the self-managed custom domain ${SELF_A} must come through its proxy`));
+      assert.deepEqual(
+        (await grant(SELF_A)).json(),
+        refusal(
+          `Missing cname-api-key header: requests to the self-managed custom domain ${SELF_A} must come through its proxy`,
+        ),
+      );
+      assert.deepEqual(
+        (await grant(SELF_A, '')).json(),
+        refusal(
+          `Missing cname-api-key header: requests to the self-managed custom domain ${SELF_A} must come through its proxy`,
+        ),
+      );
       const wrong = refusal(`Invalid cname-api-key header for the self-managed custom domain ${SELF_A}`);
       for (const key of [keys[SELF_A]!.replace(/.$/, (c) => (c === '0' ? '1' : '0')), 'short', keys[SELF_B]!]) {
         const response = await grant(SELF_A, key);
         assert.equal(response.statusCode, 403);
         assert.deepEqual(response.json(), wrong);
       }
-      assert.deepEqual((await grant(SELF_B, keys[SELF_A])).json(), refusal(`Invalid cname-api-key header for the self-managed custom domain ${SELF_B}`));
+      assert.deepEqual(
+        (await grant(SELF_B, keys[SELF_A])).json(),
+        refusal(`Invalid cname-api-key header for the self-managed custom domain ${SELF_B}`),
+      );
       // An API call with a valid token but without the key is refused the same way.
       const missing = await list(SELF_A, undefined);
       assert.equal(missing.statusCode, 403);
@@ -96,7 +134,11 @@ for (const kind of databaseKinds()) {
       assert.equal(decodeJwt(granted.json().access_token).iss, `https://${MANAGED}/`);
       assert.equal((await list(MANAGED, undefined)).statusCode, 200);
       assert.equal((await list(server.domain, undefined)).statusCode, 200);
-      assert.equal((await list(server.domain, undefined, 'anything')).statusCode, 200, 'the header means nothing elsewhere');
+      assert.equal(
+        (await list(server.domain, undefined, 'anything')).statusCode,
+        200,
+        'the header means nothing elsewhere',
+      );
     });
 
     it('stops serving a deleted domain, whatever key comes with it', async () => {

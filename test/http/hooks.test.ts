@@ -8,8 +8,14 @@ import { databaseKinds } from '../helpers/databases.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 /** The routes that may be served without a token; anything else found public is a hole. */
-const PUBLIC_ROUTES = [/^\/oauth\/token$/, /^\/\.well-known\/jwks\.json$/, /^\/u\/email-verification$/, /^\/health$/, /^\/docs(\/.*)?$/,
-  /^\/api\/v2\/openapi\.json$/];
+const PUBLIC_ROUTES = [
+  /^\/oauth\/token$/,
+  /^\/\.well-known\/jwks\.json$/,
+  /^\/u\/email-verification$/,
+  /^\/health$/,
+  /^\/docs(\/.*)?$/,
+  /^\/api\/v2\/openapi\.json$/,
+];
 
 /** A concrete path for a route's URL: every parameter and wildcard filled. */
 const concrete = (url: string) => url.replace(/:[A-Za-z_]+/g, 'x').replace(/\*/g, 'x');
@@ -52,7 +58,10 @@ for (const kind of databaseKinds()) {
       const table = server.app.routeTable;
       assert.ok(table.length > 40, `the route table lists every route (${table.length})`);
       for (const route of table.filter((r) => r.public)) {
-        assert.ok(PUBLIC_ROUTES.some((allowed) => allowed.test(route.url)), `${route.method} ${route.url} is public but not meant to be`);
+        assert.ok(
+          PUBLIC_ROUTES.some((allowed) => allowed.test(route.url)),
+          `${route.method} ${route.url} is public but not meant to be`,
+        );
       }
       for (const route of table.filter((r) => !r.public)) {
         assert.ok(route.scopes && route.scopes.length > 0, `${route.method} ${route.url} declares its scopes`);
@@ -68,7 +77,11 @@ for (const kind of databaseKinds()) {
       };
       let checked = 0;
       for (const route of server.app.routeTable.filter((r) => !r.public)) {
-        const request = { method: route.method as 'GET', url: concrete(route.url), payload: route.method === 'GET' || route.method === 'HEAD' ? undefined : {} };
+        const request = {
+          method: route.method as 'GET',
+          url: concrete(route.url),
+          payload: route.method === 'GET' || route.method === 'HEAD' ? undefined : {},
+        };
         const anonymous = await server.request({ ...request, token: null });
         assert.equal(anonymous.statusCode, 401, `${route.method} ${route.url} without a token`);
         if (route.method !== 'HEAD') assertErrorShape(anonymous.json(), 401);
@@ -92,7 +105,10 @@ for (const kind of databaseKinds()) {
       for (const url of ['/api/v2/undeclared', '/elsewhere']) {
         const anonymous = await app.inject({ url, headers: { host: server.domain } });
         assert.equal(anonymous.statusCode, 401, `${url} without a token`);
-        const admin = await app.inject({ url, headers: { host: server.domain, authorization: `Bearer ${server.adminToken}` } });
+        const admin = await app.inject({
+          url,
+          headers: { host: server.domain, authorization: `Bearer ${server.adminToken}` },
+        });
         assert.equal(admin.statusCode, 403, `${url} with every scope`);
       }
       assert.equal(reached, 0);
@@ -101,31 +117,43 @@ for (const kind of databaseKinds()) {
       const misdeclared = Fastify();
       registerRequestPipeline(misdeclared, { ...pipelineOf(server) });
       misdeclared.get('/half-declared', { config: { tenantless: true } }, async () => 1);
-      await assert.rejects(async () => { await misdeclared.ready(); }, /tenantless routes must be public/);
+      await assert.rejects(async () => {
+        await misdeclared.ready();
+      }, /tenantless routes must be public/);
     });
 
     describe('odd spellings over a raw socket', () => {
       let port: number;
       let userId: string;
       let segmentId: string;
-      const state = async () => JSON.stringify(await Promise.all([
-        server.request({ url: '/api/v2/users-by-email?email=victim%40example.com' }).then((r) => r.json()),
-        server.request({ url: '/api/v2/experimentation/segments' }).then((r) => r.json()),
-        server.request({ url: '/api/v2/event-streams' }).then((r) => r.json()),
-        server.request({ url: '/api/v2/custom-domains' }).then((r) => r.json()),
-      ]));
+      const state = async () =>
+        JSON.stringify(
+          await Promise.all([
+            server.request({ url: '/api/v2/users-by-email?email=victim%40example.com' }).then((r) => r.json()),
+            server.request({ url: '/api/v2/experimentation/segments' }).then((r) => r.json()),
+            server.request({ url: '/api/v2/event-streams' }).then((r) => r.json()),
+            server.request({ url: '/api/v2/custom-domains' }).then((r) => r.json()),
+          ]),
+        );
 
       before(async () => {
         await server.app.listen({ port: 0, host: '127.0.0.1' });
         port = (server.app.server.address() as net.AddressInfo).port;
         const user = await server.request({
-          method: 'POST', url: '/api/v2/users',
-          payload: { connection: 'Username-Password-Authentication', email: 'victim@example.com', password: 'Correct-Horse-9', verify_email: false },
+          method: 'POST',
+          url: '/api/v2/users',
+          payload: {
+            connection: 'Username-Password-Authentication',
+            email: 'victim@example.com',
+            password: 'Correct-Horse-9',
+            verify_email: false,
+          },
         });
         assert.equal(user.statusCode, 201, user.body);
         userId = user.json().user_id;
         const segment = await server.request({
-          method: 'POST', url: '/api/v2/experimentation/segments',
+          method: 'POST',
+          url: '/api/v2/experimentation/segments',
           payload: { name: 'victims', rules: [{ match: { country: ['FR'] } }] },
         });
         assert.equal(segment.statusCode, 201, segment.body);
@@ -162,9 +190,23 @@ for (const kind of databaseKinds()) {
           '/%61pi/v2/attack-protection/captcha',
         ];
         const writes: Array<[string, string, string]> = [
-          ['POST', '/%61pi/v2/experimentation/segments', JSON.stringify({ name: 'planted', rules: [{ match: { country: ['FR'] } }] })],
-          ['POST', `http://${host}/api/v2/experimentation/segments`, JSON.stringify({ name: 'planted', rules: [{ match: { country: ['FR'] } }] })],
-          ['POST', '/api/v%32/event-streams', JSON.stringify({ destination: { type: 'webhook', configuration: { webhook_endpoint: 'https://attacker.example/' } } })],
+          [
+            'POST',
+            '/%61pi/v2/experimentation/segments',
+            JSON.stringify({ name: 'planted', rules: [{ match: { country: ['FR'] } }] }),
+          ],
+          [
+            'POST',
+            `http://${host}/api/v2/experimentation/segments`,
+            JSON.stringify({ name: 'planted', rules: [{ match: { country: ['FR'] } }] }),
+          ],
+          [
+            'POST',
+            '/api/v%32/event-streams',
+            JSON.stringify({
+              destination: { type: 'webhook', configuration: { webhook_endpoint: 'https://attacker.example/' } },
+            }),
+          ],
           ['PATCH', `/%61pi/v2/experimentation/segments/${segmentId}`, JSON.stringify({ name: 'renamed' })],
           ['PATCH', `/api/v2/users/${id}`, JSON.stringify({ email: 'attacker@example.com' })],
           ['PATCH', '/api/v2/attack-protection/captcha/', JSON.stringify({ active_provider_id: 'simple_captcha' })],
@@ -179,13 +221,20 @@ for (const kind of databaseKinds()) {
           for (const hostHeader of [host, host.toUpperCase(), `${host}.`]) {
             const { status, text } = await raw(port, `GET ${path} HTTP/1.1\r\nHost: ${hostHeader}`);
             answers.push(`${status} GET ${path} (Host: ${hostHeader})`);
-            assert.ok([400, 401, 404].includes(status), `GET ${path} (Host: ${hostHeader}) answered ${status}: ${text}`);
+            assert.ok(
+              [400, 401, 404].includes(status),
+              `GET ${path} (Host: ${hostHeader}) answered ${status}: ${text}`,
+            );
             if (text.startsWith('{')) assertErrorShape(JSON.parse(text), status);
           }
         }
         for (const [method, path, body] of writes) {
           for (const contentType of ['application/json', 'Application/JSON; charset=utf-8']) {
-            const { status, text } = await raw(port, `${method} ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: ${contentType}`, body);
+            const { status, text } = await raw(
+              port,
+              `${method} ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: ${contentType}`,
+              body,
+            );
             answers.push(`${status} ${method} ${path}`);
             assert.ok([400, 401, 404].includes(status), `${method} ${path} answered ${status}: ${text}`);
           }

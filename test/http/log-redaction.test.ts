@@ -12,17 +12,23 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 describe('redactUrl', () => {
   it('returns a URL without a query or user-info as it is', () => {
-    for (const url of ['/api/v2/users', '/', 'https://hooks.example/x', '/api/v2/users/auth0%7C1@x']) assert.equal(redactUrl(url), url);
+    for (const url of ['/api/v2/users', '/', 'https://hooks.example/x', '/api/v2/users/auth0%7C1@x'])
+      assert.equal(redactUrl(url), url);
   });
 
   it('replaces the values of secret parameters, whatever their case or escaping, and keeps the rest', () => {
     assert.equal(redactUrl('/u/email-verification?ticket=abc'), '/u/email-verification?ticket=[redacted]');
     assert.equal(
-      redactUrl('/x?q=1&Token=a&CLIENT_SECRET=b&access_token=c&code=d&password=e&sessionToken=f&x-api-key=g&client%5Fsecret=h&take=5#frag'),
-      '/x?q=1&Token=[redacted]&CLIENT_SECRET=[redacted]&access_token=[redacted]&code=[redacted]&password=[redacted]'
-        + '&sessionToken=[redacted]&x-api-key=[redacted]&client%5Fsecret=[redacted]&take=5#frag',
+      redactUrl(
+        '/x?q=1&Token=a&CLIENT_SECRET=b&access_token=c&code=d&password=e&sessionToken=f&x-api-key=g&client%5Fsecret=h&take=5#frag',
+      ),
+      '/x?q=1&Token=[redacted]&CLIENT_SECRET=[redacted]&access_token=[redacted]&code=[redacted]&password=[redacted]' +
+        '&sessionToken=[redacted]&x-api-key=[redacted]&client%5Fsecret=[redacted]&take=5#frag',
     );
-    assert.equal(redactUrl('/api/v2/users-by-email?email=a%40b.co&fields=user_id'), '/api/v2/users-by-email?email=a%40b.co&fields=user_id');
+    assert.equal(
+      redactUrl('/api/v2/users-by-email?email=a%40b.co&fields=user_id'),
+      '/api/v2/users-by-email?email=a%40b.co&fields=user_id',
+    );
     assert.equal(redactUrl('/x?token&=v&a=b=c'), '/x?token&=v&a=b=c');
   });
 
@@ -32,11 +38,17 @@ describe('redactUrl', () => {
       '/x?client_secret[]=[redacted]&a=1;token=[redacted]&password%5B%5D=[redacted]&ticket%20=[redacted]&x_token%00=[redacted]&token.=[redacted]',
     );
     assert.equal(redactUrl('/u/email-verification?x=1#&ticket=HASH'), '/u/email-verification?x=1#&ticket=[redacted]');
-    assert.equal(redactUrl('/cb?code=C&session_id=S&id_token_hint=H&state=keep'), '/cb?code=[redacted]&session_id=[redacted]&id_token_hint=[redacted]&state=keep');
+    assert.equal(
+      redactUrl('/cb?code=C&session_id=S&id_token_hint=H&state=keep'),
+      '/cb?code=[redacted]&session_id=[redacted]&id_token_hint=[redacted]&state=keep',
+    );
   });
 
   it('replaces the user-info of an absolute URL', () => {
-    assert.equal(redactUrl('https://user:pass@hooks.example/x?secret=s'), 'https://[redacted]@hooks.example/x?secret=[redacted]');
+    assert.equal(
+      redactUrl('https://user:pass@hooks.example/x?secret=s'),
+      'https://[redacted]@hooks.example/x?secret=[redacted]',
+    );
   });
 });
 
@@ -52,27 +64,50 @@ for (const kind of databaseKinds()) {
     after(() => server.close());
 
     it('logs the path of an email-verification link but never its ticket, nor tokens or secrets in other URLs', async () => {
-      const payload = { connection: 'Username-Password-Authentication', email: 'logged@example.com', password: 'Str0ng!passw0rd' };
+      const payload = {
+        connection: 'Username-Password-Authentication',
+        email: 'logged@example.com',
+        password: 'Str0ng!passw0rd',
+      };
       const user = await server.request({ method: 'POST', url: '/api/v2/users', payload });
       assert.equal(user.statusCode, 201, user.body);
-      const created = await server.request({ method: 'POST', url: '/api/v2/tickets/email-verification', payload: { user_id: user.json().user_id } });
+      const created = await server.request({
+        method: 'POST',
+        url: '/api/v2/tickets/email-verification',
+        payload: { user_id: user.json().user_id },
+      });
       assert.equal(created.statusCode, 201, created.body);
       const link = new URL(created.json().ticket as string);
       const ticket = link.searchParams.get('ticket')!;
-      const redeemed = await server.app.inject({ method: 'GET', url: `${link.pathname}${link.search}`, headers: { host: link.host, referer: link.href } });
+      const redeemed = await server.app.inject({
+        method: 'GET',
+        url: `${link.pathname}${link.search}`,
+        headers: { host: link.host, referer: link.href },
+      });
       assert.ok(redeemed.statusCode < 400, redeemed.body);
 
       const secrets = ['tok-3f9a1c77e2', 'cs-77b2d0e5aa', 'at-1c9e44b0f3'];
-      await server.request({ url: '/api/v2/users', headers: { 'proxy-authorization': `Basic ${secrets[1]}`, 'x-api-key': secrets[2], 'x-session-token': secrets[0] } });
+      await server.request({
+        url: '/api/v2/users',
+        headers: {
+          'proxy-authorization': `Basic ${secrets[1]}`,
+          'x-api-key': secrets[2],
+          'x-session-token': secrets[0],
+        },
+      });
       for (const url of [
         `/api/v2/users?token=${secrets[0]}&client_secret=${secrets[1]}`,
         `/nowhere?Access_Token=${secrets[2]}`,
         `/api/v2/users?per_page=notanumber&token=${secrets[0]}`,
-      ]) await server.request({ url });
+      ])
+        await server.request({ url });
 
       const all = logLines.join('\n');
       for (const secret of [ticket, ...secrets]) assert.ok(!all.includes(secret), `${secret} appears in the logs`);
-      const urls = logLines.map((l) => JSON.parse(l)).filter((l) => l.req).map((l) => l.req.url as string);
+      const urls = logLines
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.req)
+        .map((l) => l.req.url as string);
       assert.ok(urls.includes('/u/email-verification?ticket=[redacted]'), urls.join(' '));
       assert.ok(urls.includes('/api/v2/users?token=[redacted]&client_secret=[redacted]'), urls.join(' '));
       assert.ok(urls.includes('/nowhere?Access_Token=[redacted]'), urls.join(' '));
@@ -86,7 +121,11 @@ describe('webhook delivery errors carry no secret query values', () => {
     try {
       // Nothing listens there: the connection is refused, and the error names the endpoint.
       const endpoint = `http://127.0.0.1:${await freePort()}/?token=S3CR3T`;
-      const outcome = await sender.send({ endpoint }, { id: 'evt_1', type: 'user.created', time: new Date().toISOString() } as never);
+      const outcome = await sender.send({ endpoint }, {
+        id: 'evt_1',
+        type: 'user.created',
+        time: new Date().toISOString(),
+      } as never);
       assert.ok(outcome.kind === 'retryable', JSON.stringify(outcome));
       assert.ok(!outcome.error.includes('S3CR3T'), outcome.error);
       assert.match(outcome.error, /^Post "http:\/\/127\.0\.0\.1:\d+\/\?token=\[redacted\]/);
@@ -101,7 +140,14 @@ describe('first start', () => {
     const database = await createTestDatabase('sqlite');
     const port = await freePort();
     const child = spawn(process.execPath, ['bin/tenantry.mjs', 'serve'], {
-      env: { ...process.env, PORT: String(port), DATA_DIR: database.dataDir, TENANT_DOMAIN: 'first.test', LOG_LEVEL: 'info', DATABASE_URL: '' },
+      env: {
+        ...process.env,
+        PORT: String(port),
+        DATA_DIR: database.dataDir,
+        TENANT_DOMAIN: 'first.test',
+        LOG_LEVEL: 'info',
+        DATABASE_URL: '',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
       // A session of its own: no controlling terminal, as under a service manager or in a container.
       detached: true,
@@ -113,19 +159,28 @@ describe('first start', () => {
     try {
       for (let i = 0; i < 300 && !output.includes('API reference'); i++) await new Promise((r) => setTimeout(r, 50));
       const file = path.join(database.dataDir, 'admin-client.json');
-      const { client_id: clientId, client_secret: secret } = JSON.parse(fs.readFileSync(file, 'utf8')) as { client_id: string; client_secret: string };
+      const { client_id: clientId, client_secret: secret } = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+        client_id: string;
+        client_secret: string;
+      };
       assert.equal(fs.statSync(file).mode & 0o777, 0o600);
       assert.ok(!output.includes(secret), 'stdout is a log stream here: the secret is not printed');
       assert.ok(output.includes(file), 'the operator is told where the credentials are');
       // A client that puts its credentials in a query string still keeps them out of the logs.
       const query = `client_id=${clientId}&client_secret=${encodeURIComponent(secret)}&grant_type=client_credentials`;
       await fetch(`http://127.0.0.1:${port}/oauth/token?${query}`, { method: 'POST', headers: { host: 'first.test' } });
-      await fetch(`http://127.0.0.1:${port}/api/v2/users?access_token=${encodeURIComponent(secret)}`, { headers: { host: 'first.test' } });
+      await fetch(`http://127.0.0.1:${port}/api/v2/users?access_token=${encodeURIComponent(secret)}`, {
+        headers: { host: 'first.test' },
+      });
       child.kill('SIGTERM');
       await exited;
       const jsonLines = output.split('\n').filter((line) => line.startsWith('{'));
-      assert.ok(jsonLines.some((line) => line.includes('"incoming request"')), 'requests were logged');
-      for (const line of jsonLines) assert.ok(!line.includes(secret) && !line.includes(encodeURIComponent(secret)), line);
+      assert.ok(
+        jsonLines.some((line) => line.includes('"incoming request"')),
+        'requests were logged',
+      );
+      for (const line of jsonLines)
+        assert.ok(!line.includes(secret) && !line.includes(encodeURIComponent(secret)), line);
     } finally {
       child.kill('SIGKILL');
       await exited;

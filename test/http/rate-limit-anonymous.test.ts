@@ -23,9 +23,12 @@ for (const kind of databaseKinds()) {
     let server: TestServer;
     before(async () => {
       server = await startTestServer(kind, {
-        RATE_LIMIT_SIZE: '5', RATE_LIMIT_PER_SECOND: '1',
-        ANONYMOUS_RATE_LIMIT_SIZE: '3', ANONYMOUS_RATE_LIMIT_PER_SECOND: '1',
-        TOKEN_FAILURES_PER_CLIENT_PER_MINUTE: '3', TOKEN_FAILURES_PER_ADDRESS_PER_MINUTE: '5',
+        RATE_LIMIT_SIZE: '5',
+        RATE_LIMIT_PER_SECOND: '1',
+        ANONYMOUS_RATE_LIMIT_SIZE: '3',
+        ANONYMOUS_RATE_LIMIT_PER_SECOND: '1',
+        TOKEN_FAILURES_PER_CLIENT_PER_MINUTE: '3',
+        TOKEN_FAILURES_PER_ADDRESS_PER_MINUTE: '5',
       });
     });
     after(() => server.close());
@@ -34,12 +37,21 @@ for (const kind of databaseKinds()) {
       const from = (remoteAddress: string, token: string | null, headers: Record<string, string> = {}) =>
         server.request({ url: USERS, token, remoteAddress, headers });
       const flood = [];
-      for (let i = 0; i < 40; i++) flood.push((await from('198.51.100.7', i % 2 ? null : 'forged.token.value')).statusCode);
+      for (let i = 0; i < 40; i++)
+        flood.push((await from('198.51.100.7', i % 2 ? null : 'forged.token.value')).statusCode);
       assert.deepEqual(flood.slice(0, 3), [401, 401, 401]);
-      assert.ok(flood.slice(4).every((s) => s === 429), flood.join(','));
+      assert.ok(
+        flood.slice(4).every((s) => s === 429),
+        flood.join(','),
+      );
       const refused = await from('198.51.100.7', null);
       assert.equal(refused.statusCode, 429);
-      assert.deepEqual(refused.json(), { statusCode: 429, error: 'Too Many Requests', message: 'Global limit has been reached', errorCode: 'too_many_requests' });
+      assert.deepEqual(refused.json(), {
+        statusCode: 429,
+        error: 'Too Many Requests',
+        message: 'Global limit has been reached',
+        errorCode: 'too_many_requests',
+      });
       assert.ok(Number(refused.headers['retry-after']) >= 1);
       // Without TRUST_PROXY, a forged X-Forwarded-For buys no fresh bucket.
       assert.equal((await from('198.51.100.7', null, { 'x-forwarded-for': '192.0.2.1' })).statusCode, 429);
@@ -52,10 +64,19 @@ for (const kind of databaseKinds()) {
     });
 
     it('limits failed client authentication per client and address, and per address, without slowing good grants', async () => {
-      const grant = (remoteAddress: string, clientId: string, clientSecret: string) => server.app.inject({
-        method: 'POST', url: '/oauth/token', remoteAddress, headers: { host: server.domain },
-        payload: { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, audience: `https://${server.domain}/api/v2/` },
-      });
+      const grant = (remoteAddress: string, clientId: string, clientSecret: string) =>
+        server.app.inject({
+          method: 'POST',
+          url: '/oauth/token',
+          remoteAddress,
+          headers: { host: server.domain },
+          payload: {
+            grant_type: 'client_credentials',
+            client_id: clientId,
+            client_secret: clientSecret,
+            audience: `https://${server.domain}/api/v2/`,
+          },
+        });
       // Good grants spend nothing.
       for (let i = 0; i < 8; i++) assert.equal((await grant('203.0.113.1', ADMIN_ID, ADMIN_SECRET)).statusCode, 200);
 
@@ -67,7 +88,10 @@ for (const kind of databaseKinds()) {
       assert.equal(blocked.statusCode, 429);
       assert.equal(blocked.json().error, 'too_many_attempts');
       assert.equal(typeof blocked.json().error_description, 'string');
-      assert.ok(Number(blocked.headers['retry-after']) >= 1 && Number(blocked.headers['retry-after']) <= 60, blocked.headers['retry-after'] as string);
+      assert.ok(
+        Number(blocked.headers['retry-after']) >= 1 && Number(blocked.headers['retry-after']) <= 60,
+        blocked.headers['retry-after'] as string,
+      );
       assert.equal((await grant('203.0.113.1', ADMIN_ID, 'guess-more')).statusCode, 429);
       // The client itself is not locked out: from its own address it still gets tokens.
       assert.equal((await grant('203.0.113.2', ADMIN_ID, ADMIN_SECRET)).statusCode, 200);
@@ -81,16 +105,32 @@ for (const kind of databaseKinds()) {
       const other = await server.addTenant('other-tenant', 'other-tenant.test');
       const client = await server.services.clients.create(other.tenant.id, { name: 'other', scopes: ['read:users'] });
       const theirs = await server.app.inject({
-        method: 'POST', url: '/oauth/token', remoteAddress: '203.0.113.3', headers: { host: 'other-tenant.test' },
-        payload: { grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, audience: 'https://other-tenant.test/api/v2/' },
+        method: 'POST',
+        url: '/oauth/token',
+        remoteAddress: '203.0.113.3',
+        headers: { host: 'other-tenant.test' },
+        payload: {
+          grant_type: 'client_credentials',
+          client_id: client.clientId,
+          client_secret: client.clientSecret,
+          audience: 'https://other-tenant.test/api/v2/',
+        },
       });
       assert.equal(theirs.statusCode, 200, theirs.body);
     });
 
     it('refuses a client id no client could have before it names a bucket', async () => {
       const huge = await server.app.inject({
-        method: 'POST', url: '/oauth/token', remoteAddress: '203.0.113.10', headers: { host: server.domain },
-        payload: { grant_type: 'client_credentials', client_id: 'x'.repeat(100_000), client_secret: 's', audience: `https://${server.domain}/api/v2/` },
+        method: 'POST',
+        url: '/oauth/token',
+        remoteAddress: '203.0.113.10',
+        headers: { host: server.domain },
+        payload: {
+          grant_type: 'client_credentials',
+          client_id: 'x'.repeat(100_000),
+          client_secret: 's',
+          audience: `https://${server.domain}/api/v2/`,
+        },
       });
       assert.equal(huge.statusCode, 401);
       assert.deepEqual(huge.json(), { error: 'access_denied', error_description: 'Unauthorized' });
@@ -99,7 +139,11 @@ for (const kind of databaseKinds()) {
     it('limits requests for hosts that name no tenant like any anonymous traffic', async () => {
       const statuses = [];
       for (let i = 0; i < 6; i++) {
-        const response = await server.app.inject({ url: USERS, remoteAddress: '198.51.100.40', headers: { host: `made-up-${i}.example` } });
+        const response = await server.app.inject({
+          url: USERS,
+          remoteAddress: '198.51.100.40',
+          headers: { host: `made-up-${i}.example` },
+        });
         statuses.push(response.statusCode);
         if (response.statusCode === 404) assert.equal(response.json().errorCode, 'inexistent_tenant');
       }
@@ -111,7 +155,11 @@ for (const kind of databaseKinds()) {
 describe('TRUST_PROXY: the client address behind a proxy', () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer('sqlite', { ANONYMOUS_RATE_LIMIT_SIZE: '2', ANONYMOUS_RATE_LIMIT_PER_SECOND: '1', TRUST_PROXY: '127.0.0.1' });
+    server = await startTestServer('sqlite', {
+      ANONYMOUS_RATE_LIMIT_SIZE: '2',
+      ANONYMOUS_RATE_LIMIT_PER_SECOND: '1',
+      TRUST_PROXY: '127.0.0.1',
+    });
   });
   after(() => server.close());
 
@@ -137,7 +185,10 @@ describe('failed client authentications shared by two nodes through REDIS_URL', 
   let available = false;
   before(async () => {
     const probe = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    available = await probe.connect().then(() => true, () => false);
+    available = await probe.connect().then(
+      () => true,
+      () => false,
+    );
     probe.disconnect();
     if (!available) return;
     const settings = { REDIS_URL: redisUrl, TOKEN_FAILURES_PER_CLIENT_PER_MINUTE: '2' };
@@ -156,10 +207,19 @@ describe('failed client authentications shared by two nodes through REDIS_URL', 
     }
     // An address of this run only: the buckets outlive the run on the Redis server.
     const remoteAddress = `2001:db8:${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}::1`;
-    const grant = (node: TestServer, secret: string) => node.app.inject({
-      method: 'POST', url: '/oauth/token', remoteAddress, headers: { host: node.domain },
-      payload: { grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: secret, audience: `https://${node.domain}/api/v2/` },
-    });
+    const grant = (node: TestServer, secret: string) =>
+      node.app.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        remoteAddress,
+        headers: { host: node.domain },
+        payload: {
+          grant_type: 'client_credentials',
+          client_id: ADMIN_ID,
+          client_secret: secret,
+          audience: `https://${node.domain}/api/v2/`,
+        },
+      });
     assert.equal((await grant(nodeA, 'wrong-1')).statusCode, 401);
     // A good grant gives back what its attempt took, on the shared bucket too.
     assert.equal((await grant(nodeB, ADMIN_SECRET)).statusCode, 200);
@@ -171,11 +231,22 @@ describe('failed client authentications shared by two nodes through REDIS_URL', 
   it('compares no more guesses than the limit when they are sent at once, to both nodes', async (t) => {
     if (!available) return t.skip(`no Redis at ${redisUrl}`);
     const remoteAddress = `2001:db8:${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}::2`;
-    const guess = (node: TestServer, i: number) => node.app.inject({
-      method: 'POST', url: '/oauth/token', remoteAddress, headers: { host: node.domain },
-      payload: { grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: `parallel-${i}`, audience: `https://${node.domain}/api/v2/` },
-    });
-    const statuses = (await Promise.all(Array.from({ length: 20 }, (_, i) => guess(i % 2 ? nodeA : nodeB, i)))).map((r) => r.statusCode);
+    const guess = (node: TestServer, i: number) =>
+      node.app.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        remoteAddress,
+        headers: { host: node.domain },
+        payload: {
+          grant_type: 'client_credentials',
+          client_id: ADMIN_ID,
+          client_secret: `parallel-${i}`,
+          audience: `https://${node.domain}/api/v2/`,
+        },
+      });
+    const statuses = (await Promise.all(Array.from({ length: 20 }, (_, i) => guess(i % 2 ? nodeA : nodeB, i)))).map(
+      (r) => r.statusCode,
+    );
     assert.equal(statuses.filter((status) => status === 401).length, 2, statuses.join(','));
     assert.equal(statuses.filter((status) => status === 429).length, 18, statuses.join(','));
   });

@@ -47,11 +47,23 @@ describe('rate limits shared by two nodes through REDIS_URL', () => {
     const call = (node: TestServer, token: string) =>
       node.request({ url: '/api/v2/users-by-email?email=a%40b.co', token, headers: { host: 'shared.test' } });
     const results = [];
-    for (const [node, token] of [[nodeA, a.token], [nodeB, b.token], [nodeA, a.token], [nodeB, b.token], [nodeA, a.token], [nodeB, b.token]] as const) {
+    for (const [node, token] of [
+      [nodeA, a.token],
+      [nodeB, b.token],
+      [nodeA, a.token],
+      [nodeB, b.token],
+      [nodeA, a.token],
+      [nodeB, b.token],
+    ] as const) {
       const response = await call(node, token);
       results.push([response.statusCode, response.headers['x-ratelimit-remaining']]);
     }
-    assert.deepEqual(results.slice(0, 4), [[200, '3'], [200, '2'], [200, '1'], [200, '0']]);
+    assert.deepEqual(results.slice(0, 4), [
+      [200, '3'],
+      [200, '2'],
+      [200, '1'],
+      [200, '0'],
+    ]);
     assert.equal(results[4]![0], 429);
     assert.equal(results[5]![0], 429);
   });

@@ -23,17 +23,53 @@ describe('memoryRateLimiter', () => {
     const limiter = memoryRateLimiter({ size: 3, refillPerSecond: 1 }, clock.now);
     const s0 = clock.start / 1000; // 1700000000.25
 
-    assert.deepEqual(await limiter.take('t1'), { allowed: true, limit: 3, remaining: 2, reset: Math.ceil(s0 + 1), retryAfter: 0 });
-    assert.deepEqual(await limiter.take('t1'), { allowed: true, limit: 3, remaining: 1, reset: Math.ceil(s0 + 2), retryAfter: 0 });
-    assert.deepEqual(await limiter.take('t1'), { allowed: true, limit: 3, remaining: 0, reset: Math.ceil(s0 + 3), retryAfter: 0 });
-    assert.deepEqual(await limiter.take('t1'), { allowed: false, limit: 3, remaining: 0, reset: Math.ceil(s0 + 3), retryAfter: 1 });
+    assert.deepEqual(await limiter.take('t1'), {
+      allowed: true,
+      limit: 3,
+      remaining: 2,
+      reset: Math.ceil(s0 + 1),
+      retryAfter: 0,
+    });
+    assert.deepEqual(await limiter.take('t1'), {
+      allowed: true,
+      limit: 3,
+      remaining: 1,
+      reset: Math.ceil(s0 + 2),
+      retryAfter: 0,
+    });
+    assert.deepEqual(await limiter.take('t1'), {
+      allowed: true,
+      limit: 3,
+      remaining: 0,
+      reset: Math.ceil(s0 + 3),
+      retryAfter: 0,
+    });
+    assert.deepEqual(await limiter.take('t1'), {
+      allowed: false,
+      limit: 3,
+      remaining: 0,
+      reset: Math.ceil(s0 + 3),
+      retryAfter: 1,
+    });
 
     clock.advance(500);
     // Half a token is not a token.
-    assert.deepEqual(await limiter.take('t1'), { allowed: false, limit: 3, remaining: 0, reset: 1_700_000_004, retryAfter: 1 });
+    assert.deepEqual(await limiter.take('t1'), {
+      allowed: false,
+      limit: 3,
+      remaining: 0,
+      reset: 1_700_000_004,
+      retryAfter: 1,
+    });
 
     clock.advance(500);
-    assert.deepEqual(await limiter.take('t1'), { allowed: true, limit: 3, remaining: 0, reset: 1_700_000_005, retryAfter: 0 });
+    assert.deepEqual(await limiter.take('t1'), {
+      allowed: true,
+      limit: 3,
+      remaining: 0,
+      reset: 1_700_000_005,
+      retryAfter: 0,
+    });
     assert.equal((await limiter.take('t1')).allowed, false);
     await limiter.close();
   });
@@ -107,7 +143,13 @@ describe('memoryRateLimiter', () => {
     clock.advance(1000);
     await limiter.take('c'); // map full: sweeping the refilled 'a' makes enough room
     // 'b' survived (plain LRU would have dropped it): its state carried over, 1 token refilled.
-    assert.deepEqual(await limiter.take('b'), { allowed: true, limit: 3, remaining: 0, reset: 1_700_000_005, retryAfter: 0 });
+    assert.deepEqual(await limiter.take('b'), {
+      allowed: true,
+      limit: 3,
+      remaining: 0,
+      reset: 1_700_000_005,
+      retryAfter: 0,
+    });
 
     // Now both 'b' (drained) and 'c' are partial; 'c' is least recently used.
     await limiter.take('d');
@@ -203,7 +245,13 @@ describe('redisRateLimiter', () => {
     try {
       const k = key('shared');
       const seen: Array<[string, boolean, number]> = [];
-      for (const [name, node] of [['A', nodeA], ['A', nodeA], ['A', nodeA], ['B', nodeB], ['B', nodeB]] as const) {
+      for (const [name, node] of [
+        ['A', nodeA],
+        ['A', nodeA],
+        ['A', nodeA],
+        ['B', nodeB],
+        ['B', nodeB],
+      ] as const) {
         const s = await node.take(k);
         seen.push([name, s.allowed, s.remaining]);
         assert.equal(s.limit, 5);
@@ -255,7 +303,10 @@ describe('redisRateLimiter', () => {
       const first = await limiter.take(k);
       const second = await limiter.take(k);
       const nowS = Date.now() / 1000;
-      for (const [s, tokensShort] of [[first, 1], [second, 2]] as const) {
+      for (const [s, tokensShort] of [
+        [first, 1],
+        [second, 2],
+      ] as const) {
         assert.ok(Number.isInteger(s.reset), `reset ${s.reset} should be an integer`);
         // One token takes 100 s; allow a few seconds for clock differences with the server.
         const expected = nowS + tokensShort * 100;
@@ -293,7 +344,9 @@ describe('redisRateLimiter', () => {
 
 test('redisRateLimiter fails open when Redis is unreachable', async () => {
   const errors: Error[] = [];
-  const limiter = redisRateLimiter({ size: 7, refillPerSecond: 1 }, 'redis://127.0.0.1:1', { onError: (e) => errors.push(e) });
+  const limiter = redisRateLimiter({ size: 7, refillPerSecond: 1 }, 'redis://127.0.0.1:1', {
+    onError: (e) => errors.push(e),
+  });
   try {
     const started = Date.now();
     const s = await limiter.take('anyone');
@@ -304,7 +357,10 @@ test('redisRateLimiter fails open when Redis is unreachable', async () => {
     assert.ok(errors.length >= 1, 'onError should have been called');
     assert.ok(errors.every((e) => e instanceof Error));
     // Connection failures are reported too, not only the failed command.
-    assert.ok(errors.some((e) => /ECONNREFUSED/.test(e.message)), errors.map((e) => e.message).join('; '));
+    assert.ok(
+      errors.some((e) => /ECONNREFUSED/.test(e.message)),
+      errors.map((e) => e.message).join('; '),
+    );
     assert.ok(Date.now() - started < 5000, 'failing open should not wait long');
   } finally {
     await limiter.close();

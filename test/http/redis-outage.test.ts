@@ -85,17 +85,35 @@ after(async () => {
 /** What each setting decides for 5 requests on a bucket of 3, and 1 on another limit, while Redis is out. */
 const EXPECTED: Record<RedisFailurePolicy, (a: RateLimitState[], b: RateLimitState) => void> = {
   allow(a, b) {
-    assert.deepEqual(a.map((s) => [s.allowed, s.remaining]), Array(5).fill([true, 2]));
+    assert.deepEqual(
+      a.map((s) => [s.allowed, s.remaining]),
+      Array(5).fill([true, 2]),
+    );
     assert.equal(b.allowed, true);
   },
   deny(a, b) {
-    assert.deepEqual(a.map((s) => [s.allowed, s.remaining]), Array(5).fill([false, 0]));
-    assert.ok(a.every((s) => s.retryAfter >= 1), 'a refusal says when to retry');
+    assert.deepEqual(
+      a.map((s) => [s.allowed, s.remaining]),
+      Array(5).fill([false, 0]),
+    );
+    assert.ok(
+      a.every((s) => s.retryAfter >= 1),
+      'a refusal says when to retry',
+    );
     assert.equal(b.allowed, false);
   },
   local(a, b) {
     // A bucket of this node's own: full at the start of the outage, spent, then refusing.
-    assert.deepEqual(a.map((s) => [s.allowed, s.remaining]), [[true, 2], [true, 1], [true, 0], [false, 0], [false, 0]]);
+    assert.deepEqual(
+      a.map((s) => [s.allowed, s.remaining]),
+      [
+        [true, 2],
+        [true, 1],
+        [true, 0],
+        [false, 0],
+        [false, 0],
+      ],
+    );
     assert.equal(b.allowed, true);
   },
 };

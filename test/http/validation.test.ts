@@ -42,7 +42,12 @@ const Rule = {
         match: {
           oneOf: [
             { type: 'object', properties: { ip: { type: 'string' } }, required: ['ip'], additionalProperties: false },
-            { type: 'object', properties: { asn: { type: 'integer' } }, required: ['asn'], additionalProperties: false },
+            {
+              type: 'object',
+              properties: { asn: { type: 'integer' } },
+              required: ['asn'],
+              additionalProperties: false,
+            },
           ],
         },
         auth0_managed: { type: 'array', items: { type: 'string' }, uniqueItems: true },
@@ -118,7 +123,10 @@ async function expect400(
 
 describe('body validation', () => {
   it('reports a missing top-level member without "on property"', async () => {
-    await expect400(await post('/users', { name: 'x' }), "Payload validation error: 'Missing required property: email'.");
+    await expect400(
+      await post('/users', { name: 'x' }),
+      "Payload validation error: 'Missing required property: email'.",
+    );
   });
 
   it('names the last missing member first, as z-schema checks `required` back to front', async () => {
@@ -253,7 +261,10 @@ describe('body validation', () => {
   });
 
   it('refuses NUL in a top-level string of the body or the query; nested strings (kept as JSON) may hold it', async () => {
-    await expect400(await post('/users', { email: 'a@example.com', name: 'a\u0000b' }), "Payload validation error: 'String contains the NUL character' on property name.");
+    await expect400(
+      await post('/users', { email: 'a@example.com', name: 'a\u0000b' }),
+      "Payload validation error: 'String contains the NUL character' on property name.",
+    );
     assert.equal((await post('/rules', { rules: [{ match: { country: ['FR', 'x\u0000'] } }] })).statusCode, 200);
     await expect400(
       await app.inject({ method: 'GET', url: '/users?from=a%00b' }),
@@ -367,11 +378,17 @@ describe('helpers', () => {
   it('compiles each schema once per validator kind', () => {
     const schema = Type.Object({ x: Type.String() });
     assert.equal(validatorCompiler({ schema, httpPart: 'body' }), validatorCompiler({ schema, httpPart: 'body' }));
-    assert.notEqual(validatorCompiler({ schema, httpPart: 'body' }), validatorCompiler({ schema, httpPart: 'querystring' }));
+    assert.notEqual(
+      validatorCompiler({ schema, httpPart: 'body' }),
+      validatorCompiler({ schema, httpPart: 'querystring' }),
+    );
   });
 
   it('maps headers to invalid_headers', () => {
-    const validate = validatorCompiler({ schema: Type.Object({ 'x-id': Type.String() }, { required: ['x-id'] }), httpPart: 'headers' });
+    const validate = validatorCompiler({
+      schema: Type.Object({ 'x-id': Type.String() }, { required: ['x-id'] }),
+      httpPart: 'headers',
+    });
     assert.equal(validate({}), false);
     const error = validationError(validate.errors ?? [], 'headers');
     assert.equal(error.errorCode, 'invalid_headers');

@@ -202,7 +202,10 @@ test('server certificate has the leaf profile and is issued by the CA', () => {
   assert.deepEqual(x509.keyUsage, ['1.3.6.1.5.5.7.3.1']);
   const basic = forgeExtension(leaf.cert, 'basicConstraints');
   assert.equal(basic.cA, false);
-  assert.equal(authorityKeyIdentifierHex(leaf.cert), forgeExtension(ca.cert, 'subjectKeyIdentifier').subjectKeyIdentifier);
+  assert.equal(
+    authorityKeyIdentifierHex(leaf.cert),
+    forgeExtension(ca.cert, 'subjectKeyIdentifier').subjectKeyIdentifier,
+  );
   assert.notEqual(
     forgeExtension(leaf.cert, 'subjectKeyIdentifier').subjectKeyIdentifier,
     forgeExtension(ca.cert, 'subjectKeyIdentifier').subjectKeyIdentifier,
@@ -215,7 +218,10 @@ test('server certificate has the leaf profile and is issued by the CA', () => {
   assert.match(x509.serialNumber, /^[0-7][0-9A-F]{15,}$/i);
   const again = new X509Certificate(issueServerCertificate(ca, ['localhost']).cert);
   assert.notEqual(again.serialNumber, x509.serialNumber);
-  assert.notEqual(again.publicKey.export({ type: 'spki', format: 'pem' }), x509.publicKey.export({ type: 'spki', format: 'pem' }));
+  assert.notEqual(
+    again.publicKey.export({ type: 'spki', format: 'pem' }),
+    x509.publicKey.export({ type: 'spki', format: 'pem' }),
+  );
 
   const shortLived = new X509Certificate(issueServerCertificate(ca, ['localhost'], { days: 7 }).cert);
   const shortDays = (Date.parse(shortLived.validTo) - Date.now()) / DAY_MS;
@@ -356,6 +362,9 @@ test('NODE_EXTRA_CA_CERTS pointing at the written CA makes a plain node client t
   // Negative control: the same child without the variable must fail, or the check above proves nothing.
   const untrusted = await run(baseEnv);
   assert.equal(untrusted.code, 1);
-  assert.match(untrusted.stdout, /^ERR (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)$/);
+  assert.match(
+    untrusted.stdout,
+    /^ERR (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)$/,
+  );
   assert.equal(hits(), 1);
 });

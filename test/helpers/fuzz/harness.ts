@@ -53,7 +53,10 @@ export interface FuzzTarget {
 function guardOutboundConnections(outbound: string[]): () => void {
   const original = net.Socket.prototype.connect;
   net.Socket.prototype.connect = function connect(this: net.Socket, ...args: any[]) {
-    const options = typeof args[0] === 'object' && args[0] !== null && !Array.isArray(args[0]) ? args[0] : { port: args[0], host: args[1] };
+    const options =
+      typeof args[0] === 'object' && args[0] !== null && !Array.isArray(args[0])
+        ? args[0]
+        : { port: args[0], host: args[1] };
     const host = String(options.host ?? options.path ?? 'localhost');
     if (options.path === undefined && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host)) {
       outbound.push(host);
@@ -73,23 +76,36 @@ function guardOutboundConnections(outbound: string[]): () => void {
  */
 async function installChangeCounters(server: TestServer): Promise<() => Promise<Map<string, number>>> {
   const { db, dialect } = server.services.database;
-  const names = dialect === 'sqlite'
-    ? sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`
-    : sql<{ name: string }>`select tablename as name from pg_tables where schemaname = 'public'`;
+  const names =
+    dialect === 'sqlite'
+      ? sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`
+      : sql<{ name: string }>`select tablename as name from pg_tables where schemaname = 'public'`;
   const tables = (await names.execute(db)).rows.map((r) => r.name);
   const watched = tables.filter((t) => !t.startsWith('tenantry_migrations'));
   await sql`create table fuzz_changes (tbl varchar(100) primary key, n integer not null)`.execute(db);
   if (dialect === 'postgres') {
-    await sql.raw(`create function fuzz_count() returns trigger language plpgsql as $$
-      begin update fuzz_changes set n = n + 1 where tbl = TG_TABLE_NAME; return null; end $$`).execute(db);
+    await sql
+      .raw(
+        `create function fuzz_count() returns trigger language plpgsql as $$
+      begin update fuzz_changes set n = n + 1 where tbl = TG_TABLE_NAME; return null; end $$`,
+      )
+      .execute(db);
   }
   for (const table of watched) {
     await sql`insert into fuzz_changes (tbl, n) values (${table}, 0)`.execute(db);
     if (dialect === 'postgres') {
-      await sql.raw(`create trigger fuzz_${table}_write after insert or delete on ${table}
-        for each row execute function fuzz_count()`).execute(db);
-      await sql.raw(`create trigger fuzz_${table}_update after update on ${table}
-        for each row when (old.* is distinct from new.*) execute function fuzz_count()`).execute(db);
+      await sql
+        .raw(
+          `create trigger fuzz_${table}_write after insert or delete on ${table}
+        for each row execute function fuzz_count()`,
+        )
+        .execute(db);
+      await sql
+        .raw(
+          `create trigger fuzz_${table}_update after update on ${table}
+        for each row when (old.* is distinct from new.*) execute function fuzz_count()`,
+        )
+        .execute(db);
     } else {
       const columns = (await sql<{ name: string }>`select name from pragma_table_info(${table})`.execute(db)).rows;
       const bump = `begin update fuzz_changes set n = n + 1 where tbl = '${table}'; end`;
@@ -115,10 +131,23 @@ async function expectOk(response: LightMyRequestResponse, what: string): Promise
 }
 
 /** A stream, a segment, a user, a template, custom domains and a ticket in each tenant, so path ids hit real rows. */
-async function seed(server: TestServer, dns: TestDnsServer, host: string, token: string, ready: string | undefined): Promise<string[]> {
-  const request = async (what: string, method: string, url: string, payload?: object) => expectOk(await server.app.inject({
-    method: method as 'GET', url, headers: { host, authorization: `Bearer ${token}` }, ...(payload === undefined ? {} : { payload }),
-  }), what);
+async function seed(
+  server: TestServer,
+  dns: TestDnsServer,
+  host: string,
+  token: string,
+  ready: string | undefined,
+): Promise<string[]> {
+  const request = async (what: string, method: string, url: string, payload?: object) =>
+    expectOk(
+      await server.app.inject({
+        method: method as 'GET',
+        url,
+        headers: { host, authorization: `Bearer ${token}` },
+        ...(payload === undefined ? {} : { payload }),
+      }),
+      what,
+    );
   await request('stream', 'POST', '/api/v2/event-streams', {
     name: 'seed',
     subscriptions: [{ event_type: 'user.created' }, { event_type: 'user.updated' }, { event_type: 'user.deleted' }],
@@ -131,17 +160,32 @@ async function seed(server: TestServer, dns: TestDnsServer, host: string, token:
     },
   });
   await request('segment', 'POST', '/api/v2/experimentation/segments', {
-    name: 'seed segment', description: 'seeded', rules: [{ match: { country: { contains: ['FR'] } } }],
+    name: 'seed segment',
+    description: 'seeded',
+    rules: [{ match: { country: { contains: ['FR'] } } }],
   });
   const user = await request('user', 'POST', '/api/v2/users', {
-    connection: 'Username-Password-Authentication', email: `seed@${host}`, verify_email: false, password: 'seed password 123!',
+    connection: 'Username-Password-Authentication',
+    email: `seed@${host}`,
+    verify_email: false,
+    password: 'seed password 123!',
   });
   await request('template', 'POST', '/api/v2/email-templates', {
-    template: 'verify_email', body: '<p>Hi {{ user.email }}</p>', subject: 'Verify', syntax: 'liquid', enabled: true,
+    template: 'verify_email',
+    body: '<p>Hi {{ user.email }}</p>',
+    subject: 'Verify',
+    syntax: 'liquid',
+    enabled: true,
   });
-  await request('pending custom domain', 'POST', '/api/v2/custom-domains', { domain: `pending.${host}`, type: 'svc_managed_certs' });
+  await request('pending custom domain', 'POST', '/api/v2/custom-domains', {
+    domain: `pending.${host}`,
+    type: 'svc_managed_certs',
+  });
   if (ready) {
-    const domain = await request('custom domain', 'POST', '/api/v2/custom-domains', { domain: ready, type: 'svc_managed_certs' });
+    const domain = await request('custom domain', 'POST', '/api/v2/custom-domains', {
+      domain: ready,
+      type: 'svc_managed_certs',
+    });
     dns.setCname(ready, domain.verification.methods[0].record);
     await request('verify', 'POST', `/api/v2/custom-domains/${domain.custom_domain_id}/verify`);
   }
@@ -156,9 +200,19 @@ async function seed(server: TestServer, dns: TestDnsServer, host: string, token:
 
 async function livePools(server: TestServer, tenantId: string, extra: Pools): Promise<Pools> {
   const { db } = server.services.database;
-  const column = async (table: 'users' | 'segments' | 'event_streams' | 'custom_domains' | 'events' | 'jobs', name: string) =>
-    (await db.selectFrom(table).select(sql<string>`${sql.ref(name)}`.as('v')).where('tenant_id', '=', tenantId)
-      .orderBy(sql.ref(name)).limit(200).execute()).map((r) => r.v);
+  const column = async (
+    table: 'users' | 'segments' | 'event_streams' | 'custom_domains' | 'events' | 'jobs',
+    name: string,
+  ) =>
+    (
+      await db
+        .selectFrom(table)
+        .select(sql<string>`${sql.ref(name)}`.as('v'))
+        .where('tenant_id', '=', tenantId)
+        .orderBy(sql.ref(name))
+        .limit(200)
+        .execute()
+    ).map((r) => r.v);
   return {
     ...extra,
     user: await column('users', 'user_id'),
@@ -181,14 +235,20 @@ function resolveRefs(value: unknown, pools: { own: Pools; foreign: Pools }): unk
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
       // Defined, not assigned: a `__proto__` member must stay a member.
-      Object.defineProperty(out, k, { value: resolveRefs(v, pools), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, k, {
+        value: resolveRefs(v, pools),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return out;
   }
   return value;
 }
 
-const stringify = (value: unknown): string => (typeof value === 'string' ? value : JSON.stringify(value) ?? String(value));
+const stringify = (value: unknown): string =>
+  typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
 
 interface Concrete {
   method: string;
@@ -211,14 +271,16 @@ function collectSecrets(value: unknown, out: string[], depth = 0): string[] {
 
 function describe(concrete: Concrete, response?: LightMyRequestResponse): string {
   const cut = (s: string | undefined, n = 2000) =>
-    (s === undefined ? '(none)' : s.length > n ? `${s.slice(0, n)}… (${s.length} chars)` : s);
+    s === undefined ? '(none)' : s.length > n ? `${s.slice(0, n)}… (${s.length} chars)` : s;
   const lines = [
     `request: ${concrete.method} ${cut(concrete.url, 1000)}`,
     `headers: ${JSON.stringify(Object.fromEntries(Object.entries(concrete.headers).map(([k, v]) => [k, cut(v, 80)])))}`,
     `body: ${cut(concrete.payload)}`,
   ];
   if (response) {
-    lines.push(`response: ${response.statusCode} ${cut(JSON.stringify(response.headers['content-type']))} ${cut(response.body)}`);
+    lines.push(
+      `response: ${response.statusCode} ${cut(JSON.stringify(response.headers['content-type']))} ${cut(response.body)}`,
+    );
   }
   return lines.join('\n');
 }
@@ -244,10 +306,13 @@ export function managementErrorProblem(response: LightMyRequestResponse): string
   const keys = Object.keys(body);
   const expected = ['statusCode', 'error', 'message', ...['errorCode', 'attributes'].filter((key) => key in body)];
   if (keys.join() !== expected.join()) return `members ${keys.join()} are not ${expected.join()}`;
-  if (body.statusCode !== response.statusCode) return `statusCode ${String(body.statusCode)} is not the status ${response.statusCode}`;
-  if (body.error !== STATUS_CODES[response.statusCode]) return `error "${String(body.error)}" is not the status's reason phrase`;
+  if (body.statusCode !== response.statusCode)
+    return `statusCode ${String(body.statusCode)} is not the status ${response.statusCode}`;
+  if (body.error !== STATUS_CODES[response.statusCode])
+    return `error "${String(body.error)}" is not the status's reason phrase`;
   if (typeof body.message !== 'string' || body.message === '') return 'message is not a non-empty string';
-  if ('errorCode' in body && (typeof body.errorCode !== 'string' || body.errorCode === '')) return 'errorCode is not a non-empty string';
+  if ('errorCode' in body && (typeof body.errorCode !== 'string' || body.errorCode === ''))
+    return 'errorCode is not a non-empty string';
   if ('attributes' in body && !isObject(body.attributes)) return 'attributes is not an object';
   const type = String(response.headers['content-type']);
   if (!/^application\/json/.test(type)) return `content-type ${type} is not JSON`;
@@ -264,7 +329,10 @@ function oauthErrorProblem(response: LightMyRequestResponse): string | undefined
   return undefined;
 }
 
-export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { keepGoing?: boolean } = {}): Promise<FuzzTarget> {
+export async function startFuzzTarget(
+  kind: 'sqlite' | 'postgres',
+  options: { keepGoing?: boolean } = {},
+): Promise<FuzzTarget> {
   const outbound: string[] = [];
   const restoreConnect = guardOutboundConnections(outbound);
   // Every name resolves through this loopback server: nothing is looked up off the machine.
@@ -286,7 +354,8 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     TOKEN_FAILURES_PER_CLIENT_PER_MINUTE: '100000000',
     TOKEN_FAILURES_PER_ADDRESS_PER_MINUTE: '100000000',
   });
-  if (server.services.deliveryWorker || server.services.mailWorker) throw new Error('fuzz: a worker that sends is running');
+  if (server.services.deliveryWorker || server.services.mailWorker)
+    throw new Error('fuzz: a worker that sends is running');
   const other = await server.addTenant('fuzz-other', OTHER_DOMAIN);
   const noScopes = await server.clientWithScopes(['read:attack_protection']);
   const ownTickets = await seed(server, dns, server.domain, server.adminToken, READY_DOMAIN);
@@ -295,14 +364,21 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
 
   const document = (await server.app.inject({ method: 'GET', url: '/api/v2/openapi.json' })).json();
   const operations = operationsOf(document);
-  const hints = hintsFor({ adminId: ADMIN_ID, adminSecret: ADMIN_SECRET, audience: `https://${server.domain}/api/v2/` });
+  const hints = hintsFor({
+    adminId: ADMIN_ID,
+    adminSecret: ADMIN_SECRET,
+    audience: `https://${server.domain}/api/v2/`,
+  });
   const arbitrary = requestArbitrary(operations, hints);
 
   const signingSecrets: Pools = { own: [], foreign: [] };
   const pools = { own: {} as Pools, foreign: {} as Pools };
   const refresh = async () => {
     pools.own = await livePools(server, server.tenant.id, { signingSecret: signingSecrets.own!, ticket: ownTickets });
-    pools.foreign = await livePools(server, other.tenant.id, { signingSecret: signingSecrets.foreign!, ticket: foreignTickets });
+    pools.foreign = await livePools(server, other.tenant.id, {
+      signingSecret: signingSecrets.foreign!,
+      ticket: foreignTickets,
+    });
   };
   await refresh();
   const statuses = new Map<number, number>();
@@ -320,18 +396,35 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
 
   const authorization = (auth: FuzzRequest['auth']): string | undefined => {
     switch (auth) {
-      case 'admin': return `Bearer ${server.adminToken}`;
-      case 'none': return undefined;
+      case 'admin':
+        return `Bearer ${server.adminToken}`;
+      case 'none':
+        return undefined;
       case 'garbage':
-        return ['Bearer abc.def.ghi', `Bearer ${server.adminToken.slice(0, -4)}AAAA`, `Bearer ${'x'.repeat(9000)}`, 'Token abc'][count % 4];
-      case 'foreignTenant': return `Bearer ${other.token}`;
-      case 'noScopes': return `Bearer ${noScopes.token}`;
-      case 'empty': return 'Bearer ';
-      case 'basic': return `Basic ${Buffer.from(`${ADMIN_ID}:${ADMIN_SECRET}`).toString('base64')}`;
+        return [
+          'Bearer abc.def.ghi',
+          `Bearer ${server.adminToken.slice(0, -4)}AAAA`,
+          `Bearer ${'x'.repeat(9000)}`,
+          'Token abc',
+        ][count % 4];
+      case 'foreignTenant':
+        return `Bearer ${other.token}`;
+      case 'noScopes':
+        return `Bearer ${noScopes.token}`;
+      case 'empty':
+        return 'Bearer ';
+      case 'basic':
+        return `Basic ${Buffer.from(`${ADMIN_ID}:${ADMIN_SECRET}`).toString('base64')}`;
     }
   };
   const hostOf = (host: FuzzRequest['host']): string | undefined =>
-    ({ own: server.domain, foreign: OTHER_DOMAIN, unknown: 'nobody.test', customDomain: READY_DOMAIN, none: undefined })[host];
+    ({
+      own: server.domain,
+      foreign: OTHER_DOMAIN,
+      unknown: 'nobody.test',
+      customDomain: READY_DOMAIN,
+      none: undefined,
+    })[host];
 
   const concrete = (request: FuzzRequest): Concrete => {
     let foreignPath = false;
@@ -342,9 +435,14 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
         // An id of the tenant the request is not addressed to (the second's on the first's hosts, and the other way
         // round), unless the addressed tenant has a row of that id too (user ids are the client's choice); an empty
         // pool's stand-in id belongs to neither.
-        const addressed = request.host === 'foreign' ? 'foreign' : ['own', 'customDomain'].includes(request.host) ? 'own' : undefined;
+        const addressed =
+          request.host === 'foreign' ? 'foreign' : ['own', 'customDomain'].includes(request.host) ? 'own' : undefined;
         const live = (pools[value.tenant][value.pool] ?? []).includes(id);
-        foreignPath ||= live && addressed !== undefined && value.tenant !== addressed && !(pools[addressed][value.pool] ?? []).includes(id);
+        foreignPath ||=
+          live &&
+          addressed !== undefined &&
+          value.tenant !== addressed &&
+          !(pools[addressed][value.pool] ?? []).includes(id);
         return percentEncode(id);
       }
       return value?.raw ?? '';
@@ -353,12 +451,17 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     if (Array.isArray(request.query)) {
       const entries = resolveRefs(request.query, pools) as Array<[string, unknown]>;
       query = entries
-        .map(([k, v]) => (typeof v === 'object' && v !== null ? qs.stringify({ [k]: v }) : `${percentEncode(k)}=${percentEncode(stringify(v))}`))
+        .map(([k, v]) =>
+          typeof v === 'object' && v !== null
+            ? qs.stringify({ [k]: v })
+            : `${percentEncode(k)}=${percentEncode(stringify(v))}`,
+        )
         .filter(Boolean)
         .join('&');
     } else query = request.query.raw;
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(resolveRefs(request.headers, pools) as Record<string, unknown>)) headers[k] = stringify(v);
+    for (const [k, v] of Object.entries(resolveRefs(request.headers, pools) as Record<string, unknown>))
+      headers[k] = stringify(v);
     const host = hostOf(request.host);
     if (host !== undefined) headers.host = host;
     const auth = authorization(request.auth);
@@ -371,19 +474,34 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
       payload = request.body.kind === 'json' ? JSON.stringify(value) : qs.stringify(value);
     } else if (request.body.kind === 'raw') payload = request.body.text;
     if (request.contentType !== undefined && payload !== undefined) headers['content-type'] = request.contentType;
-    return { method: request.operation.method, url: query === '' ? url : `${url}?${query}`, headers, payload, foreignPath, secrets };
+    return {
+      method: request.operation.method,
+      url: query === '' ? url : `${url}?${query}`,
+      headers,
+      payload,
+      foreignPath,
+      secrets,
+    };
   };
 
-  const check = (request: FuzzRequest, sent: Concrete, response: LightMyRequestResponse, changes: string[]): string | undefined => {
+  const check = (
+    request: FuzzRequest,
+    sent: Concrete,
+    response: LightMyRequestResponse,
+    changes: string[],
+  ): string | undefined => {
     const status = response.statusCode;
     if (status >= 500) return `status ${status}`;
     const family = request.operation.family;
     if (status >= 400) {
       if (changes.length > 0) return `a refused request (${status}) changed ${changes.join(', ')}`;
       // The pipeline (tenant, content type, body parsing) answers before the route in the API's own shape.
-      const problem = family === 'oauth' && !response.body.startsWith('{"statusCode"') ? oauthErrorProblem(response)
-        : family === 'link' && /^text\/html/.test(String(response.headers['content-type'])) ? undefined
-          : managementErrorProblem(response);
+      const problem =
+        family === 'oauth' && !response.body.startsWith('{"statusCode"')
+          ? oauthErrorProblem(response)
+          : family === 'link' && /^text\/html/.test(String(response.headers['content-type']))
+            ? undefined
+            : managementErrorProblem(response);
       if (problem) return `error body: ${problem}`;
     } else if (sent.method === 'GET' && family === 'management' && changes.length > 0) {
       return `a read changed ${changes.join(', ')}`;
@@ -391,8 +509,11 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
     // Deletes are idempotent (204 for an unknown id), so only the unchanged tables prove the row was out of reach.
     const idempotent = sent.method === 'DELETE' && status === 204 && changes.length === 0;
     if (sent.foreignPath && status < 400 && !idempotent) return `the second tenant's id was reachable (${status})`;
-    const plain = Object.keys(request.headers).length === 0 && Array.isArray(request.query) && request.query.length === 0
-      && Object.values(request.pathValues).every((value) => value instanceof Ref);
+    const plain =
+      Object.keys(request.headers).length === 0 &&
+      Array.isArray(request.query) &&
+      request.query.length === 0 &&
+      Object.values(request.pathValues).every((value) => value instanceof Ref);
     // A 400 for the body's meaning (a destination type not supported) says nothing of the id; anything else but 404 would.
     const reachesHandler = plain && request.validBody && request.auth === 'admin' && request.host === 'own';
     if (sent.foreignPath && !idempotent && reachesHandler && status !== 404 && status !== 400) {
@@ -420,7 +541,10 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
           ...(sent.payload === undefined ? {} : { payload: sent.payload }),
         }),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no response within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS);
+          timer = setTimeout(
+            () => reject(new Error(`no response within ${REQUEST_TIMEOUT_MS} ms`)),
+            REQUEST_TIMEOUT_MS,
+          );
         }),
       ]);
     } catch (error) {
@@ -442,7 +566,8 @@ export async function startFuzzTarget(kind: 'sqlite' | 'postgres', options: { ke
         if (!list.includes(id)) list.push(id);
       }
     }
-    if (outbound.length > 0) throw new Error(`outbound connection attempted to ${outbound.join(', ')}\n${describe(sent, response)}`);
+    if (outbound.length > 0)
+      throw new Error(`outbound connection attempted to ${outbound.join(', ')}\n${describe(sent, response)}`);
   };
 
   return {
@@ -472,11 +597,14 @@ export function fuzzSeed(): number {
 
 /** Runs `count` generated requests against the target; fast-check reports the seed and the failing request. */
 export async function fuzz(target: FuzzTarget, count: number, seed = fuzzSeed()): Promise<void> {
-  await fc.assert(fc.asyncProperty(target.arbitrary, (request) => target.run(request)), {
-    numRuns: count,
-    seed,
-    // Shrinking replays requests against a server whose state moved on; the failing request as sent is
-    // printed in full instead. FUZZ_SHRINK=1 shrinks anyway.
-    endOnFailure: process.env.FUZZ_SHRINK !== '1',
-  });
+  await fc.assert(
+    fc.asyncProperty(target.arbitrary, (request) => target.run(request)),
+    {
+      numRuns: count,
+      seed,
+      // Shrinking replays requests against a server whose state moved on; the failing request as sent is
+      // printed in full instead. FUZZ_SHRINK=1 shrinks anyway.
+      endOnFailure: process.env.FUZZ_SHRINK !== '1',
+    },
+  );
 }

@@ -55,7 +55,9 @@ export const FORMAT_POOLS: Record<string, string> = {
 };
 
 export const ref = (pool: string, foreignShare = 1): fc.Arbitrary<Ref> =>
-  fc.tuple(fc.nat({ max: 9 }), fc.nat()).map(([who, index]) => new Ref(pool, who < foreignShare ? 'foreign' : 'own', index));
+  fc
+    .tuple(fc.nat({ max: 9 }), fc.nat())
+    .map(([who, index]) => new Ref(pool, who < foreignShare ? 'foreign' : 'own', index));
 
 /** encodeURIComponent that never throws: lone surrogates go out as UTF-8's replacement character, as a client would send them. */
 export function percentEncode(text: string): string {
@@ -84,11 +86,14 @@ function stringValue(schema: Schema): fc.Arbitrary<unknown> {
   }
   switch (format) {
     case 'email':
-      return fc.tuple(fc.constantFrom('ana', 'bo', 'Chloé', 'd.e+f'), fc.constantFrom('example.com', 'mail.test')).map(([l, d]) => `${l}@${d}`);
+      return fc
+        .tuple(fc.constantFrom('ana', 'bo', 'Chloé', 'd.e+f'), fc.constantFrom('example.com', 'mail.test'))
+        .map(([l, d]) => `${l}@${d}`);
     case 'uri':
       return fc.constantFrom('https://app.example/welcome', 'https://app.example/?a=1#x', 'http://localhost:3000/cb');
     case 'date-time':
-      return fc.date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2030-01-01T00:00:00Z'), noInvalidDate: true })
+      return fc
+        .date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2030-01-01T00:00:00Z'), noInvalidDate: true })
         .map((d) => d.toISOString().replace(/\.\d{3}Z$/, 'Z'));
   }
   const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
@@ -99,14 +104,22 @@ function stringValue(schema: Schema): fc.Arbitrary<unknown> {
       return withLength(fc.stringMatching(pattern), schema);
     } catch {
       // Patterns fast-check cannot generate from (lookaheads): plain strings that happen to match, or a fixed one.
-      const matching = withLength(fc.string({ minLength: min, maxLength: max }).filter((s) => pattern.test(s)), schema);
-      return fc.oneof(matching, withLength(fc.constant('x'.repeat(Math.max(min, 1))), schema).filter((s) => pattern.test(s)));
+      const matching = withLength(
+        fc.string({ minLength: min, maxLength: max }).filter((s) => pattern.test(s)),
+        schema,
+      );
+      return fc.oneof(
+        matching,
+        withLength(fc.constant('x'.repeat(Math.max(min, 1))), schema).filter((s) => pattern.test(s)),
+      );
     }
   }
-  return fc.oneof(
-    fc.string({ minLength: min, maxLength: max }),
-    fc.string({ unit: 'grapheme', minLength: min, maxLength: max }),
-  ).filter((s) => s.length >= min && s.trim() === s && (min === 0 || s.trim() !== ''));
+  return fc
+    .oneof(
+      fc.string({ minLength: min, maxLength: max }),
+      fc.string({ unit: 'grapheme', minLength: min, maxLength: max }),
+    )
+    .filter((s) => s.length >= min && s.trim() === s && (min === 0 || s.trim() !== ''));
 }
 
 /** A value the schema accepts (or nearly: semantic rules beyond the schema are left to the server). */
@@ -119,7 +132,11 @@ export function valueOf(schemaValue: unknown, hints: Hints = {}, name?: string, 
   for (const keyword of ['anyOf', 'oneOf'] as const) {
     const branches = schema[keyword];
     if (Array.isArray(branches) && branches.length > 0) {
-      return fc.oneof(...branches.map((branch) => valueOf({ ...schema, [keyword]: undefined, ...(branch as Schema) }, hints, name, depth)));
+      return fc.oneof(
+        ...branches.map((branch) =>
+          valueOf({ ...schema, [keyword]: undefined, ...(branch as Schema) }, hints, name, depth),
+        ),
+      );
     }
   }
   const type = schema.type;
@@ -169,58 +186,126 @@ function objectValue(schema: Schema, hints: Hints, depth: number): fc.Arbitrary<
   const optional = Object.keys(members).filter((k) => !required.has(k));
   const minProperties = typeof schema.minProperties === 'number' ? schema.minProperties : 0;
   const maxProperties = typeof schema.maxProperties === 'number' ? schema.maxProperties : Infinity;
-  const declared = fc.record(members, { requiredKeys: [...required] }).map((value) => {
-    for (const key of Object.keys(value)) if (value[key] === ABSENT) delete value[key];
-    // Optional members past maxProperties are dropped, last first.
-    for (const key of Object.keys(value).reverse()) if (Object.keys(value).length > maxProperties && !required.has(key)) delete value[key];
-    return value;
-  }).filter((value) => Object.keys(value).length >= minProperties || optional.length === 0);
+  const declared = fc
+    .record(members, { requiredKeys: [...required] })
+    .map((value) => {
+      for (const key of Object.keys(value)) if (value[key] === ABSENT) delete value[key];
+      // Optional members past maxProperties are dropped, last first.
+      for (const key of Object.keys(value).reverse())
+        if (Object.keys(value).length > maxProperties && !required.has(key)) delete value[key];
+      return value;
+    })
+    .filter((value) => Object.keys(value).length >= minProperties || optional.length === 0);
   const extra = asSchema(schema.additionalProperties);
   if (!extra && schema.additionalProperties !== true) return declared;
   const extraValue = extra ? valueOf(extra, hints, undefined, depth + 1) : fc.jsonValue({ maxDepth: 2 });
-  const maxExtra = typeof schema.maxProperties === 'number' ? Math.max(0, schema.maxProperties - Object.keys(properties).length) : 3;
+  const maxExtra =
+    typeof schema.maxProperties === 'number' ? Math.max(0, schema.maxProperties - Object.keys(properties).length) : 3;
   const extraKey = fc.string({ minLength: 1, maxLength: 12 }).filter((k) => !(k in properties) && k !== '__proto__');
   const extras = fc.dictionary(extraKey, extraValue, { maxKeys: Math.min(3, maxExtra) });
-  return fc.tuple(declared, extras).map(([d, e]) => {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(e)) out[k] = v;
-    for (const [k, v] of Object.entries(d)) out[k] = v;
-    return out;
-  }).filter((value) => typeof schema.maxProperties !== 'number' || Object.keys(value).length <= schema.maxProperties);
+  return fc
+    .tuple(declared, extras)
+    .map(([d, e]) => {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(e)) out[k] = v;
+      for (const [k, v] of Object.entries(d)) out[k] = v;
+      return out;
+    })
+    .filter((value) => typeof schema.maxProperties !== 'number' || Object.keys(value).length <= schema.maxProperties);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Hostile values
 
-const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__'];
+const PROTOTYPE_KEYS = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  '__defineGetter__',
+];
 
 /** Strings that have broken servers: huge, control characters, lone surrogates, NUL, RTL, overlong-looking escapes, SQL and template syntax. */
 export const oddString: fc.Arbitrary<string> = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 30 }),
   fc.string({ unit: 'grapheme', maxLength: 30 }),
   fc.constantFrom(
-    '', ' ', '\u0000', 'a\u0000b', '\ud800', '\udfff x', '\u202e\u0645\u0631\u062d\u0628\u0627', '😀'.repeat(40), 'e\u0301\u0301\u0301',
-    '%00', '%2e%2e%2f', '../../etc/passwd', "' OR 1=1 --", '"; drop table users; --', '{{ 7 | times: 7 }}', '{% raw %}', '{{', '{%',
-    '${7*7}', '<script>alert(1)</script>', 'null', 'undefined', 'NaN', '-0', '1e309', '0x10', ' padded ', 'tab\there', 'new\nline', '\r\n\r\n',
-    'https://169.254.169.254/latest/meta-data', 'http://[::1]/', 'https://user:pass@example.com/', 'javascript:alert(1)', 'data:text/html,x',
-    '__proto__', 'constructor', 'est_', 'seg_', 'cd_', 'user|1', 'svc|', 'auth0|' + 'x'.repeat(300),
+    '',
+    ' ',
+    '\u0000',
+    'a\u0000b',
+    '\ud800',
+    '\udfff x',
+    '\u202e\u0645\u0631\u062d\u0628\u0627',
+    '😀'.repeat(40),
+    'e\u0301\u0301\u0301',
+    '%00',
+    '%2e%2e%2f',
+    '../../etc/passwd',
+    "' OR 1=1 --",
+    '"; drop table users; --',
+    '{{ 7 | times: 7 }}',
+    '{% raw %}',
+    '{{',
+    '{%',
+    '${7*7}',
+    '<script>alert(1)</script>',
+    'null',
+    'undefined',
+    'NaN',
+    '-0',
+    '1e309',
+    '0x10',
+    ' padded ',
+    'tab\there',
+    'new\nline',
+    '\r\n\r\n',
+    'https://169.254.169.254/latest/meta-data',
+    'http://[::1]/',
+    'https://user:pass@example.com/',
+    'javascript:alert(1)',
+    'data:text/html,x',
+    '__proto__',
+    'constructor',
+    'est_',
+    'seg_',
+    'cd_',
+    'user|1',
+    'svc|',
+    'auth0|' + 'x'.repeat(300),
   ),
-  fc.tuple(fc.constantFrom('a', 'é', '😀', '\u0000', '{', '%'), fc.constantFrom(256, 1025, 4097, 70_000, 200_000)).map(([c, n]) => c.repeat(n)),
+  fc
+    .tuple(fc.constantFrom('a', 'é', '😀', '\u0000', '{', '%'), fc.constantFrom(256, 1025, 4097, 70_000, 200_000))
+    .map(([c, n]) => c.repeat(n)),
 );
 
 const leaf: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constant(null), fc.boolean(), fc.integer(), fc.double(), fc.constantFrom(-0, 2 ** 53 + 1, -(2 ** 63), 1e308, 0.1), oddString,
-  fc.constant([]), fc.constant({}),
+  fc.constant(null),
+  fc.boolean(),
+  fc.integer(),
+  fc.double(),
+  fc.constantFrom(-0, 2 ** 53 + 1, -(2 ** 63), 1e308, 0.1),
+  oddString,
+  fc.constant([]),
+  fc.constant({}),
 );
 
 /** Arrays or objects nested deep (deeper still: the raw bodies; as objects, even printing them would overflow the stack). */
-export const deepValue: fc.Arbitrary<unknown> = fc.tuple(fc.constantFrom(10, 100, 1000), fc.boolean()).map(([depth, arrays]) => {
-  let value: unknown = 'bottom';
-  for (let i = 0; i < depth; i++) value = arrays ? [value] : { a: value };
-  return value;
-});
+export const deepValue: fc.Arbitrary<unknown> = fc
+  .tuple(fc.constantFrom(10, 100, 1000), fc.boolean())
+  .map(([depth, arrays]) => {
+    let value: unknown = 'bottom';
+    for (let i = 0; i < depth; i++) value = arrays ? [value] : { a: value };
+    return value;
+  });
 
-const shallow: fc.Arbitrary<unknown> = fc.oneof(leaf, fc.constant({ polluted: true }), fc.constant({ prototype: { polluted: true } }));
+const shallow: fc.Arbitrary<unknown> = fc.oneof(
+  leaf,
+  fc.constant({ polluted: true }),
+  fc.constant({ prototype: { polluted: true } }),
+);
 
 /** Any value, hostile ones well represented. */
 export const anyValue: fc.Arbitrary<unknown> = fc.oneof(
@@ -228,13 +313,24 @@ export const anyValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   { weight: 1, arbitrary: deepValue },
   // Parsed, as the server parses bodies: a `__proto__` member stays an own member.
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...PROTOTYPE_KEYS), shallow).map(([key, v]) => JSON.parse(`{"${key}":${JSON.stringify(v)}}`)) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom(...PROTOTYPE_KEYS), shallow)
+      .map(([key, v]) => JSON.parse(`{"${key}":${JSON.stringify(v)}}`)),
+  },
 );
 
 /** One change to a value: a member replaced, removed, added (unknown or prototype key), or the whole value replaced. */
 export function mutate(value: unknown): fc.Arbitrary<unknown> {
   const paths = allPaths(value);
-  return fc.tuple(fc.constantFrom(...paths), fc.nat({ max: 5 }), anyValue, fc.constantFrom(...PROTOTYPE_KEYS, 'unknown_member', 'x'))
+  return fc
+    .tuple(
+      fc.constantFrom(...paths),
+      fc.nat({ max: 5 }),
+      anyValue,
+      fc.constantFrom(...PROTOTYPE_KEYS, 'unknown_member', 'x'),
+    )
     .map(([path, how, replacement, key]) => {
       const copy = structuredCloneWithRefs(value);
       if (path.length === 0) return how < 3 ? replacement : copy;
@@ -243,7 +339,12 @@ export function mutate(value: unknown): fc.Arbitrary<unknown> {
       if (how === 0 && !Array.isArray(parent)) delete parent[last];
       else if (how === 1 && typeof parent === 'object' && parent !== null && !Array.isArray(parent)) {
         // JSON.parse would make __proto__ an own key; assignment would set the prototype.
-        Object.defineProperty(parent, key, { value: replacement, enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(parent, key, {
+          value: replacement,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       } else parent[last] = replacement;
       return copy;
     });
@@ -255,7 +356,8 @@ function allPaths(value: unknown, prefix: Path = [], out: Path[] = []): Path[] {
   out.push(prefix);
   if (prefix.length > 8 || value instanceof Ref) return out;
   if (Array.isArray(value)) value.forEach((v, i) => allPaths(v, [...prefix, i], out));
-  else if (typeof value === 'object' && value !== null) for (const [k, v] of Object.entries(value)) allPaths(v, [...prefix, k], out);
+  else if (typeof value === 'object' && value !== null)
+    for (const [k, v] of Object.entries(value)) allPaths(v, [...prefix, k], out);
   return out;
 }
 
@@ -265,7 +367,12 @@ function structuredCloneWithRefs(value: unknown): unknown {
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      Object.defineProperty(out, k, { value: structuredCloneWithRefs(v), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, k, {
+        value: structuredCloneWithRefs(v),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return out;
   }

@@ -27,9 +27,15 @@ for (const kind of databaseKinds()) {
     after(() => server.close());
 
     const get = (token?: string) => server.request({ method: 'GET', url: URL_PATH, token });
-    const patch = (payload: Record<string, unknown>, token?: string) => server.request({ method: 'PATCH', url: URL_PATH, payload, token });
+    const patch = (payload: Record<string, unknown>, token?: string) =>
+      server.request({ method: 'PATCH', url: URL_PATH, payload, token });
     const storedRows = () =>
-      server.services.database.db.selectFrom('captcha_providers').selectAll().where('tenant_id', '=', server.tenant.id).orderBy('provider').execute();
+      server.services.database.db
+        .selectFrom('captcha_providers')
+        .selectAll()
+        .where('tenant_id', '=', server.tenant.id)
+        .orderBy('provider')
+        .execute();
 
     it('gives a fresh tenant the documented default configuration', async () => {
       const response = await get();
@@ -66,16 +72,33 @@ for (const kind of databaseKinds()) {
     it('keeps every provider stored on its own and answers in the original key order, without secrets', async () => {
       const setup = await patch({
         auth_challenge: { fail_open: true },
-        recaptcha_enterprise: { site_key: 'updated-site-key-enterprise', api_key: 'enterprise-api-key-plain', project_id: 'updated-project-id-enterprise' },
+        recaptcha_enterprise: {
+          site_key: 'updated-site-key-enterprise',
+          api_key: 'enterprise-api-key-plain',
+          project_id: 'updated-project-id-enterprise',
+        },
         hcaptcha: { site_key: 'updated-site-key-hcaptcha', secret: 'hcaptcha-secret-plain' },
         friendly_captcha: { site_key: 'updated-site-key-friendly', secret: 'friendly-secret-plain' },
-        arkose: { fail_open: true, verify_subdomain: 'updated-verify-api', site_key: 'updated-site-key-arkose', secret: 'arkose-secret-plain', client_subdomain: 'updated-client-api' },
+        arkose: {
+          fail_open: true,
+          verify_subdomain: 'updated-verify-api',
+          site_key: 'updated-site-key-arkose',
+          secret: 'arkose-secret-plain',
+          client_subdomain: 'updated-client-api',
+        },
       });
       assert.equal(setup.statusCode, 200, setup.body);
-      assert.equal(setup.json().active_provider_id, 'auth_challenge', 'providers are configured without being activated');
+      assert.equal(
+        setup.json().active_provider_id,
+        'auth_challenge',
+        'providers are configured without being activated',
+      );
 
       // The exchange recorded against the original, byte for byte.
-      const wire = await patch({ active_provider_id: 'recaptcha_v2', recaptcha_v2: { site_key: 'test-site-key-v2', secret: 'test-secret-v2' } });
+      const wire = await patch({
+        active_provider_id: 'recaptcha_v2',
+        recaptcha_v2: { site_key: 'test-site-key-v2', secret: 'test-secret-v2' },
+      });
       assert.equal(wire.statusCode, 200);
       const expected =
         '{"active_provider_id":"recaptcha_v2","simple_captcha":{},"auth_challenge":{"fail_open":true},' +
@@ -87,15 +110,27 @@ for (const kind of databaseKinds()) {
       assert.equal((await get()).body, expected);
 
       // Switching the provider and updating one provider leave all the others as they were.
-      const switched = await patch({ active_provider_id: 'simple_captcha', hcaptcha: { site_key: 'hcaptcha-2', secret: 'hcaptcha-secret-2' } });
-      assert.deepEqual(switched.json(), { ...JSON.parse(expected), active_provider_id: 'simple_captcha', hcaptcha: { site_key: 'hcaptcha-2' } });
+      const switched = await patch({
+        active_provider_id: 'simple_captcha',
+        hcaptcha: { site_key: 'hcaptcha-2', secret: 'hcaptcha-secret-2' },
+      });
+      assert.deepEqual(switched.json(), {
+        ...JSON.parse(expected),
+        active_provider_id: 'simple_captcha',
+        hcaptcha: { site_key: 'hcaptcha-2' },
+      });
       assert.deepEqual((await get()).json(), switched.json());
 
       // A provider object replaces that provider's settings: optional members not given are gone.
       const arkose = await patch({ arkose: { site_key: 'arkose-2', secret: 'arkose-secret-2' } });
       assert.deepEqual(arkose.json().arkose, { site_key: 'arkose-2' });
 
-      const secrets = new Map((await storedRows()).map((row) => [row.provider, row.secret === null ? null : server.services.secretBox.open(row.secret)]));
+      const secrets = new Map(
+        (await storedRows()).map((row) => [
+          row.provider,
+          row.secret === null ? null : server.services.secretBox.open(row.secret),
+        ]),
+      );
       assert.deepEqual(Object.fromEntries(secrets), {
         arkose: 'arkose-secret-2',
         auth_challenge: null,
@@ -124,11 +159,26 @@ for (const kind of databaseKinds()) {
           { recaptcha_enterprise: { site_key: 'k', api_key: 'a' } },
           "Payload validation error: 'Missing required property: project_id' on property recaptcha_enterprise.",
         ],
-        [{ arkose: { site_key: 'k' } }, "Payload validation error: 'Missing required property: secret' on property arkose."],
-        [{ auth_challenge: {} }, "Payload validation error: 'Missing required property: fail_open' on property auth_challenge."],
-        [{ auth_challenge: { fail_open: 'yes' } }, "Payload validation error: 'Expected type boolean but found type string' on property auth_challenge.fail_open (Whether the challenge lets the login through when it cannot run.)."],
-        [{ active_provider_id: 'recaptcha_v3' }, "Payload validation error: 'No enum match for: recaptcha_v3' on property active_provider_id (The provider in use.)."],
-        [{ hcaptcha: { site_key: '', secret: 's' } }, "Payload validation error: 'String is too short (0 chars), minimum 1' on property hcaptcha.site_key (Site key for hCaptcha.)."],
+        [
+          { arkose: { site_key: 'k' } },
+          "Payload validation error: 'Missing required property: secret' on property arkose.",
+        ],
+        [
+          { auth_challenge: {} },
+          "Payload validation error: 'Missing required property: fail_open' on property auth_challenge.",
+        ],
+        [
+          { auth_challenge: { fail_open: 'yes' } },
+          "Payload validation error: 'Expected type boolean but found type string' on property auth_challenge.fail_open (Whether the challenge lets the login through when it cannot run.).",
+        ],
+        [
+          { active_provider_id: 'recaptcha_v3' },
+          "Payload validation error: 'No enum match for: recaptcha_v3' on property active_provider_id (The provider in use.).",
+        ],
+        [
+          { hcaptcha: { site_key: '', secret: 's' } },
+          "Payload validation error: 'String is too short (0 chars), minimum 1' on property hcaptcha.site_key (Site key for hCaptcha.).",
+        ],
         [
           { hcaptcha: { site_key: 'k', secret: `too-long-secret-${'x'.repeat(100)}` } },
           "Payload validation error: 'String is too long (116 chars), maximum 100' on property hcaptcha.secret (Secret for hCaptcha; write-only, never returned.).",
@@ -141,7 +191,12 @@ for (const kind of databaseKinds()) {
       for (const [payload, message] of cases) {
         const response = await patch({ auth_challenge: { fail_open: false }, ...payload });
         assert.equal(response.statusCode, 400, JSON.stringify(payload));
-        assert.deepEqual(response.json(), { statusCode: 400, error: 'Bad Request', message, errorCode: 'invalid_body' });
+        assert.deepEqual(response.json(), {
+          statusCode: 400,
+          error: 'Bad Request',
+          message,
+          errorCode: 'invalid_body',
+        });
       }
       assert.equal((await get()).body, before);
       assert.deepEqual(await storedRows(), rowsBefore);
@@ -152,7 +207,8 @@ for (const kind of databaseKinds()) {
         method: 'PATCH',
         url: URL_PATH,
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: 'active_provider_id=hcaptcha&hcaptcha[site_key]=form-key&hcaptcha[secret]=form-secret&auth_challenge[fail_open]=true',
+        payload:
+          'active_provider_id=hcaptcha&hcaptcha[site_key]=form-key&hcaptcha[secret]=form-secret&auth_challenge[fail_open]=true',
       });
       assert.equal(response.statusCode, 200, response.body);
       const config = response.json();
@@ -190,9 +246,14 @@ for (const kind of databaseKinds()) {
       let stored: string;
       if (kind === 'sqlite') {
         const file = path.join(server.database.dataDir, 'tenantry.sqlite');
-        stored = [file, `${file}-wal`].filter((f) => fs.existsSync(f)).map((f) => fs.readFileSync(f).toString('latin1')).join('\n');
+        stored = [file, `${file}-wal`]
+          .filter((f) => fs.existsSync(f))
+          .map((f) => fs.readFileSync(f).toString('latin1'))
+          .join('\n');
       } else {
-        const result = await sql<{ row: string }>`select t::text as row from captcha_providers t`.execute(server.services.database.db);
+        const result = await sql<{ row: string }>`select t::text as row from captcha_providers t`.execute(
+          server.services.database.db,
+        );
         stored = result.rows.map((r) => r.row).join('\n');
       }
       // The site key is found where the rows live, so the search looks at the right bytes.
@@ -211,19 +272,27 @@ for (const kind of databaseKinds()) {
 
     it('keeps each tenant’s configuration apart', async () => {
       const other = await server.addTenant(`captcha-${kind}`, `captcha-${kind}.test`);
-      const response = await server.app.inject({ method: 'GET', url: URL_PATH, headers: { host: `captcha-${kind}.test`, authorization: `Bearer ${other.token}` } });
+      const response = await server.app.inject({
+        method: 'GET',
+        url: URL_PATH,
+        headers: { host: `captcha-${kind}.test`, authorization: `Bearer ${other.token}` },
+      });
       assert.equal(response.statusCode, 200);
       assert.equal(response.body, JSON.stringify(FRESH));
     });
 
     it('loses no update when clients change different providers at the same time', async () => {
-      const clients = await Promise.all([0, 1, 2].map(() => server.clientWithScopes(['read:attack_protection', 'update:attack_protection'])));
+      const clients = await Promise.all(
+        [0, 1, 2].map(() => server.clientWithScopes(['read:attack_protection', 'update:attack_protection'])),
+      );
       const providers = ['recaptcha_v2', 'recaptcha_enterprise', 'hcaptcha', 'friendly_captcha', 'arkose'] as const;
       const rounds = 4;
       const body = (provider: (typeof providers)[number], round: number) => {
         const site_key = `${provider}-round-${round}`;
         const secret = `${provider}-secret-${round}`;
-        return provider === 'recaptcha_enterprise' ? { site_key, api_key: secret, project_id: `project-${round}` } : { site_key, secret };
+        return provider === 'recaptcha_enterprise'
+          ? { site_key, api_key: secret, project_id: `project-${round}` }
+          : { site_key, secret };
       };
       let sent = 0;
       // One chain per provider: its writes are ordered, so its last write is known, while the five

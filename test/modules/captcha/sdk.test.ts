@@ -34,7 +34,11 @@ for (const kind of databaseKinds()) {
       };
       assert.deepEqual(updated, expected);
       assert.deepEqual(await client.attackProtection.captcha.get(), expected);
-      const row = await https.server.services.database.db.selectFrom('captcha_providers').select('secret').where('provider', '=', 'recaptcha_enterprise').executeTakeFirstOrThrow();
+      const row = await https.server.services.database.db
+        .selectFrom('captcha_providers')
+        .select('secret')
+        .where('provider', '=', 'recaptcha_enterprise')
+        .executeTakeFirstOrThrow();
       assert.equal(https.server.services.secretBox.open(row.secret!), 'sdk-api-key');
     });
 

@@ -13,8 +13,12 @@ import { startTestServer, type TestServer } from '../../helpers/server.ts';
 
 const TAKEN = 'The domain is already verified by another tenant.';
 
-interface Record { custom_domain_id: string; domain: string; status: string; verification: { status?: string; error_msg?: string; methods: Array<{ record: string }> } }
-
+interface Record {
+  custom_domain_id: string;
+  domain: string;
+  status: string;
+  verification: { status?: string; error_msg?: string; methods: Array<{ record: string }> };
+}
 
 for (const kind of databaseKinds()) {
   describe(`custom domains: a hostname belongs to the first tenant to verify it (${kind})`, () => {
@@ -49,7 +53,8 @@ for (const kind of databaseKinds()) {
       assert.equal(response.statusCode, 200, response.body);
       return response.json() as Record;
     };
-    const get = async (who: Who, id: string) => (await server.request({ url: `/api/v2/custom-domains/${id}`, ...as(who) })).json() as Record;
+    const get = async (who: Who, id: string) =>
+      (await server.request({ url: `/api/v2/custom-domains/${id}`, ...as(who) })).json() as Record;
 
     it('lets another tenant add a hostname only pending elsewhere; the same tenant adding it twice is a 409', async () => {
       const a = await created('a', 'pending.example');
@@ -58,7 +63,11 @@ for (const kind of databaseKinds()) {
       assert.equal(b.status, 'pending_verification');
       const twice = await Promise.all([create('c', 'pending.example'), create('c', 'pending.example')]);
       assert.deepEqual(twice.map((r) => r.statusCode).sort(), [201, 409]);
-      assert.deepEqual(twice.find((r) => r.statusCode === 409)!.json(), { statusCode: 409, error: 'Conflict', message: 'Custom domain already exists.' });
+      assert.deepEqual(twice.find((r) => r.statusCode === 409)!.json(), {
+        statusCode: 409,
+        error: 'Conflict',
+        message: 'Custom domain already exists.',
+      });
       assert.equal((await create('a', 'PENDING.example')).statusCode, 409);
     });
 
@@ -85,11 +94,19 @@ for (const kind of databaseKinds()) {
       assert.equal((await create('c', 'x.example')).statusCode, 409);
 
       // Requests for the host reach tenant b only.
-      const list = await server.request({ url: '/api/v2/custom-domains', token: tokens.b, headers: { host: 'x.example' } });
+      const list = await server.request({
+        url: '/api/v2/custom-domains',
+        token: tokens.b,
+        headers: { host: 'x.example' },
+      });
       assert.equal(list.statusCode, 200, list.body);
       const ids = (list.json() as Record[]).map((d) => d.custom_domain_id);
-      assert.ok(ids.includes(b.custom_domain_id) && !ids.includes(a.custom_domain_id), 'tenant b\'s list');
-      const fromA = await server.request({ url: '/api/v2/custom-domains', token: tokens.a, headers: { host: 'x.example' } });
+      assert.ok(ids.includes(b.custom_domain_id) && !ids.includes(a.custom_domain_id), "tenant b's list");
+      const fromA = await server.request({
+        url: '/api/v2/custom-domains',
+        token: tokens.a,
+        headers: { host: 'x.example' },
+      });
       assert.equal(fromA.statusCode, 401);
       const resolved = await server.services.tenants.resolve('x.example');
       assert.equal(resolved?.tenant.id, 'tenant-b');
@@ -101,7 +118,11 @@ for (const kind of databaseKinds()) {
       dns.setCname('z.example', b.verification.methods[0]!.record);
       assert.equal((await verify('b', b.custom_domain_id)).status, 'ready');
       assert.equal((await verify('a', a.custom_domain_id)).status, 'failed');
-      assert.equal((await server.request({ method: 'DELETE', url: `/api/v2/custom-domains/${b.custom_domain_id}`, ...as('b') })).statusCode, 204);
+      assert.equal(
+        (await server.request({ method: 'DELETE', url: `/api/v2/custom-domains/${b.custom_domain_id}`, ...as('b') }))
+          .statusCode,
+        204,
+      );
 
       const c = await created('c', 'z.example');
       dns.remove('z.example');
@@ -112,17 +133,35 @@ for (const kind of databaseKinds()) {
     });
 
     it('keeps canonical domains unclaimable, by any tenant', async () => {
-      for (const [who, domain] of [['a', hosts.b], ['b', hosts.a], ['a', hosts.a]] as const) {
+      for (const [who, domain] of [
+        ['a', hosts.b],
+        ['b', hosts.a],
+        ['a', hosts.a],
+      ] as const) {
         const response = await create(who, domain);
-        assert.deepEqual(response.json(), { statusCode: 409, error: 'Conflict', message: 'Custom domain already exists.' }, `${who} claims ${domain}`);
+        assert.deepEqual(
+          response.json(),
+          { statusCode: 409, error: 'Conflict', message: 'Custom domain already exists.' },
+          `${who} claims ${domain}`,
+        );
       }
-      assert.equal(((await server.services.database.db.selectFrom('custom_domains').select('id').where('domain', 'in', [hosts.a, hosts.b]).execute()).length), 0);
+      assert.equal(
+        (
+          await server.services.database.db
+            .selectFrom('custom_domains')
+            .select('id')
+            .where('domain', 'in', [hosts.a, hosts.b])
+            .execute()
+        ).length,
+        0,
+      );
     });
 
     it('makes exactly one of two tenants verifying one hostname at the same moment on two nodes ready', async () => {
       // Two SQLite nodes in one process would block each other's event loop on the file's write lock
       // (better-sqlite3 waits synchronously); there, the nodes are one, whose transactions run in turn.
-      const second: Services = kind === 'postgres' ? await createServices(server.services.config, { background: false }) : server.services;
+      const second: Services =
+        kind === 'postgres' ? await createServices(server.services.config, { background: false }) : server.services;
       try {
         for (let round = 0; round < 5; round++) {
           const hostname = `race${round}.example`;
@@ -145,7 +184,11 @@ for (const kind of databaseKinds()) {
           assert.equal(loser.verification.error_msg, TAKEN);
           assert.equal(loser.cname_api_key, undefined, 'the loser is handed no key');
           assert.match(results.find((r) => r.status === 'ready')!.cname_api_key!, /^[0-9a-f]{128}$/);
-          const rows = await server.services.database.db.selectFrom('custom_domains').select('status').where('domain', '=', hostname).execute();
+          const rows = await server.services.database.db
+            .selectFrom('custom_domains')
+            .select('status')
+            .where('domain', '=', hostname)
+            .execute();
           assert.deepEqual(rows.map((r) => r.status).sort(), ['failed', 'ready']);
         }
       } finally {
@@ -158,7 +201,10 @@ for (const kind of databaseKinds()) {
       const b = await created('b', 'index.example');
       const db = server.services.database.db;
       await db.updateTable('custom_domains').set({ status: 'ready' }).where('id', '=', a.custom_domain_id).execute();
-      await assert.rejects(db.updateTable('custom_domains').set({ status: 'ready' }).where('id', '=', b.custom_domain_id).execute(), isUniqueViolation);
+      await assert.rejects(
+        db.updateTable('custom_domains').set({ status: 'ready' }).where('id', '=', b.custom_domain_id).execute(),
+        isUniqueViolation,
+      );
       await db.updateTable('custom_domains').set({ status: 'failed' }).where('id', '=', a.custom_domain_id).execute();
       await db.updateTable('custom_domains').set({ status: 'ready' }).where('id', '=', b.custom_domain_id).execute();
     });
@@ -170,7 +216,11 @@ for (const kind of databaseKinds()) {
     let tokenB: string;
     before(async () => {
       dns = await startDnsServer();
-      server = await startTestServer(kind, { DNS_SERVERS: dns.address, CUSTOM_DOMAIN_RECHECK_INITIAL_MS: '100', CUSTOM_DOMAIN_RECHECK_MAX_MS: '300' });
+      server = await startTestServer(kind, {
+        DNS_SERVERS: dns.address,
+        CUSTOM_DOMAIN_RECHECK_INITIAL_MS: '100',
+        CUSTOM_DOMAIN_RECHECK_MAX_MS: '300',
+      });
       ({ token: tokenB } = await server.addTenant('tenant-b', 'b.test'));
     });
     after(async () => {
@@ -181,7 +231,13 @@ for (const kind of databaseKinds()) {
     it('fails, on its next background check, a pending record whose hostname another tenant verified', async () => {
       const payload = { domain: 'bg.example', type: 'svc_managed_certs' };
       const a = (await server.request({ method: 'POST', url: '/api/v2/custom-domains', payload })).json() as Record;
-      const added = await server.request({ method: 'POST', url: '/api/v2/custom-domains', payload, token: tokenB, headers: { host: 'b.test' } });
+      const added = await server.request({
+        method: 'POST',
+        url: '/api/v2/custom-domains',
+        payload,
+        token: tokenB,
+        headers: { host: 'b.test' },
+      });
       assert.equal(added.statusCode, 201, added.body);
       const b = added.json() as Record;
       dns.setCname('bg.example', b.verification.methods[0]!.record);
@@ -190,9 +246,19 @@ for (const kind of databaseKinds()) {
         return record.status === 'failed' ? record : undefined;
       });
       assert.equal(failed.verification.error_msg, TAKEN);
-      const owner = (await server.request({ url: `/api/v2/custom-domains/${b.custom_domain_id}`, token: tokenB, headers: { host: 'b.test' } })).json();
+      const owner = (
+        await server.request({
+          url: `/api/v2/custom-domains/${b.custom_domain_id}`,
+          token: tokenB,
+          headers: { host: 'b.test' },
+        })
+      ).json();
       assert.equal(owner.status, 'ready');
-      const row = await server.services.database.db.selectFrom('custom_domains').select('next_check_at').where('id', '=', a.custom_domain_id).executeTakeFirstOrThrow();
+      const row = await server.services.database.db
+        .selectFrom('custom_domains')
+        .select('next_check_at')
+        .where('id', '=', a.custom_domain_id)
+        .executeTakeFirstOrThrow();
       assert.equal(row.next_check_at, null, 'a taken domain leaves the schedule');
     });
   });
@@ -204,33 +270,81 @@ describe('migration 011: hostnames unique among ready domains', () => {
     const database = openDatabase({ dataDir: test.dataDir });
     try {
       const migrator = new Migrator({
-        db: database.db, provider: { getMigrations: async () => migrations },
-        migrationTableName: 'tenantry_migrations', migrationLockTableName: 'tenantry_migrations_lock',
+        db: database.db,
+        provider: { getMigrations: async () => migrations },
+        migrationTableName: 'tenantry_migrations',
+        migrationLockTableName: 'tenantry_migrations_lock',
       });
       assert.equal((await migrator.migrateTo('010_ticket_user_index')).error, undefined);
       const db = database.db;
       const at = new Date().toISOString();
-      await db.insertInto('tenants').values([{ id: 'one', domain: 'one.test', created_at: at }, { id: 'two', domain: 'two.test', created_at: at }]).execute();
-      await db.insertInto('custom_domains').values({
-        id: 'cd_0000000000000001', tenant_id: 'one', domain: 'kept.example', type: 'self_managed_certs', status: 'ready', is_primary: 1,
-        verification_record: 'r', verification_status: 'verified', verification_error: null, last_verified_at: at, custom_client_ip_header: null,
-        tls_policy: null, domain_metadata: '{"k":"v"}', relying_party_identifier: null, cname_api_key_hash: 'h', created_at: at,
-        next_check_at: null, check_count: 3, check_claimed_until: null,
-      }).execute();
-      await db.insertInto('custom_domain_certificates').values({
-        custom_domain_id: 'cd_0000000000000001', source: 'uploaded', certificate: 'c', private_key: 'k', fingerprint: 'f',
-        not_before: at, not_after: at, updated_at: at,
-      }).execute();
+      await db
+        .insertInto('tenants')
+        .values([
+          { id: 'one', domain: 'one.test', created_at: at },
+          { id: 'two', domain: 'two.test', created_at: at },
+        ])
+        .execute();
+      await db
+        .insertInto('custom_domains')
+        .values({
+          id: 'cd_0000000000000001',
+          tenant_id: 'one',
+          domain: 'kept.example',
+          type: 'self_managed_certs',
+          status: 'ready',
+          is_primary: 1,
+          verification_record: 'r',
+          verification_status: 'verified',
+          verification_error: null,
+          last_verified_at: at,
+          custom_client_ip_header: null,
+          tls_policy: null,
+          domain_metadata: '{"k":"v"}',
+          relying_party_identifier: null,
+          cname_api_key_hash: 'h',
+          created_at: at,
+          next_check_at: null,
+          check_count: 3,
+          check_claimed_until: null,
+        })
+        .execute();
+      await db
+        .insertInto('custom_domain_certificates')
+        .values({
+          custom_domain_id: 'cd_0000000000000001',
+          source: 'uploaded',
+          certificate: 'c',
+          private_key: 'k',
+          fingerprint: 'f',
+          not_before: at,
+          not_after: at,
+          updated_at: at,
+        })
+        .execute();
 
       await migrate(database);
       const row = await db.selectFrom('custom_domains').selectAll().executeTakeFirstOrThrow();
       assert.equal(row.domain_metadata, '{"k":"v"}');
       assert.equal(row.check_count, 3);
-      assert.equal((await db.selectFrom('custom_domain_certificates').select('custom_domain_id').execute()).length, 1, 'the certificate survived');
+      assert.equal(
+        (await db.selectFrom('custom_domain_certificates').select('custom_domain_id').execute()).length,
+        1,
+        'the certificate survived',
+      );
       const pending = { ...row, id: 'cd_0000000000000002', tenant_id: 'two', status: 'pending_verification' as const };
       await db.insertInto('custom_domains').values(pending).execute();
-      await assert.rejects(db.updateTable('custom_domains').set({ status: 'ready' }).where('id', '=', pending.id).execute(), isUniqueViolation);
-      await assert.rejects(db.insertInto('custom_domains').values({ ...pending, id: 'cd_0000000000000003' }).execute(), isUniqueViolation);
+      await assert.rejects(
+        db.updateTable('custom_domains').set({ status: 'ready' }).where('id', '=', pending.id).execute(),
+        isUniqueViolation,
+      );
+      await assert.rejects(
+        db
+          .insertInto('custom_domains')
+          .values({ ...pending, id: 'cd_0000000000000003' })
+          .execute(),
+        isUniqueViolation,
+      );
       // Foreign keys are on again: deleting the tenant takes its domains and their certificates.
       await db.deleteFrom('tenants').where('id', '=', 'one').execute();
       assert.equal((await db.selectFrom('custom_domain_certificates').select('custom_domain_id').execute()).length, 0);

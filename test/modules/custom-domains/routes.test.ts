@@ -14,7 +14,11 @@ for (const kind of databaseKinds()) {
     let otherToken: string;
     before(async () => {
       dns = await startDnsServer();
-      server = await startTestServer(kind, { DNS_SERVERS: dns.address, CUSTOM_DOMAIN_EDGE_DOMAIN: EDGE, CUSTOM_DOMAINS_MAX: '6' });
+      server = await startTestServer(kind, {
+        DNS_SERVERS: dns.address,
+        CUSTOM_DOMAIN_EDGE_DOMAIN: EDGE,
+        CUSTOM_DOMAINS_MAX: '6',
+      });
       ({ token: otherToken } = await server.addTenant('other-tenant', 'other.test'));
     });
     after(async () => {
@@ -23,16 +27,39 @@ for (const kind of databaseKinds()) {
     });
 
     const create = (payload: Record<string, unknown>, token?: string, host?: string) =>
-      server.request({ method: 'POST', url: '/api/v2/custom-domains', payload, token, ...(host ? { headers: { host } } : {}) });
+      server.request({
+        method: 'POST',
+        url: '/api/v2/custom-domains',
+        payload,
+        token,
+        ...(host ? { headers: { host } } : {}),
+      });
     const verify = (id: string) => server.request({ method: 'POST', url: `/api/v2/custom-domains/${id}/verify` });
     const get = (id: string) => server.request({ url: `/api/v2/custom-domains/${id}` });
 
     it('creates an svc-managed domain with the original record shape and key order', async () => {
-      const created = await create({ domain: 'Login.Example.com', type: 'auth0_managed_certs', domain_metadata: { key1: 'value1' }, relying_party_identifier: 'example.com' });
+      const created = await create({
+        domain: 'Login.Example.com',
+        type: 'auth0_managed_certs',
+        domain_metadata: { key1: 'value1' },
+        relying_party_identifier: 'example.com',
+      });
       assert.equal(created.statusCode, 201, created.body);
       const cd = created.json();
       assert.match(cd.custom_domain_id, /^cd_[0-9A-Za-z]{16}$/);
-      assert.deepEqual(Object.keys(cd), ['custom_domain_id', 'domain', 'primary', 'is_default', 'status', 'type', 'verification', 'tls_policy', 'domain_metadata', 'created_at', 'relying_party_identifier']);
+      assert.deepEqual(Object.keys(cd), [
+        'custom_domain_id',
+        'domain',
+        'primary',
+        'is_default',
+        'status',
+        'type',
+        'verification',
+        'tls_policy',
+        'domain_metadata',
+        'created_at',
+        'relying_party_identifier',
+      ]);
       assert.equal(cd.domain, 'login.example.com');
       assert.equal(cd.primary, true);
       assert.equal(cd.is_default, false);
@@ -40,7 +67,13 @@ for (const kind of databaseKinds()) {
       assert.equal(cd.type, 'svc_managed_certs');
       assert.equal(cd.tls_policy, 'recommended');
       assert.deepEqual(cd.verification, {
-        methods: [{ name: 'CNAME', record: `${server.tenant.id}-cd-${cd.custom_domain_id.slice(3).toLowerCase()}.${EDGE}`, domain: 'login.example.com' }],
+        methods: [
+          {
+            name: 'CNAME',
+            record: `${server.tenant.id}-cd-${cd.custom_domain_id.slice(3).toLowerCase()}.${EDGE}`,
+            domain: 'login.example.com',
+          },
+        ],
       });
       assert.match(cd.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
       assert.deepEqual((await get(cd.custom_domain_id)).json(), cd);
@@ -50,7 +83,17 @@ for (const kind of databaseKinds()) {
       const created = await create({ domain: 'self.example.org', type: 'self_managed_certs' });
       assert.equal(created.statusCode, 201, created.body);
       const cd = created.json();
-      assert.deepEqual(Object.keys(cd), ['custom_domain_id', 'domain', 'primary', 'is_default', 'status', 'type', 'verification', 'custom_client_ip_header', 'created_at']);
+      assert.deepEqual(Object.keys(cd), [
+        'custom_domain_id',
+        'domain',
+        'primary',
+        'is_default',
+        'status',
+        'type',
+        'verification',
+        'custom_client_ip_header',
+        'created_at',
+      ]);
       assert.equal(cd.primary, false);
       assert.equal(cd.custom_client_ip_header, null);
       assert.equal(cd.verification.methods[0].name, 'TXT');
@@ -59,19 +102,43 @@ for (const kind of databaseKinds()) {
 
     it('refuses members that do not fit the type, bad hostnames and unknown members', async () => {
       const cases: Array<[Record<string, unknown>, string]> = [
-        [{ domain: 'a.example.net', type: 'self_managed_certs', tls_policy: 'recommended' }, "The 'tls_policy' cannot be set on self_managed domains"],
-        [{ domain: 'a.example.net', type: 'svc_managed_certs', custom_client_ip_header: 'x-forwarded-for' }, "The 'custom_client_ip_header' cannot be set on svc_managed domains"],
-        [{ domain: 'a.example.net', type: 'svc_managed_certs', relying_party_identifier: 'other.net' }, "The 'relying_party_identifier' must be equal to or a registrable domain suffix of the domain."],
-        [{ domain: 'a.example.net', type: 'svc_managed_certs', extra: 1 }, "Payload validation error: 'Additional properties not allowed: extra'."],
+        [
+          { domain: 'a.example.net', type: 'self_managed_certs', tls_policy: 'recommended' },
+          "The 'tls_policy' cannot be set on self_managed domains",
+        ],
+        [
+          { domain: 'a.example.net', type: 'svc_managed_certs', custom_client_ip_header: 'x-forwarded-for' },
+          "The 'custom_client_ip_header' cannot be set on svc_managed domains",
+        ],
+        [
+          { domain: 'a.example.net', type: 'svc_managed_certs', relying_party_identifier: 'other.net' },
+          "The 'relying_party_identifier' must be equal to or a registrable domain suffix of the domain.",
+        ],
+        [
+          { domain: 'a.example.net', type: 'svc_managed_certs', extra: 1 },
+          "Payload validation error: 'Additional properties not allowed: extra'.",
+        ],
       ];
       for (const [payload, message] of cases) {
         const response = await create(payload);
         assert.equal(response.statusCode, 400, response.body);
-        assert.deepEqual(response.json(), { statusCode: 400, error: 'Bad Request', message, errorCode: 'invalid_body' });
+        assert.deepEqual(response.json(), {
+          statusCode: 400,
+          error: 'Bad Request',
+          message,
+          errorCode: 'invalid_body',
+        });
       }
-      for (const payload of [{ domain: 'bad_host.example', type: 'svc_managed_certs' }, { domain: 'a.example.net', type: 'other' },
-        { domain: 'a.example.net', type: 'svc_managed_certs', domain_metadata: Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`k${i}`, 'v'])) },
-        { domain: 'a.example.net', type: 'svc_managed_certs', domain_metadata: { k: 'x'.repeat(256) } }]) {
+      for (const payload of [
+        { domain: 'bad_host.example', type: 'svc_managed_certs' },
+        { domain: 'a.example.net', type: 'other' },
+        {
+          domain: 'a.example.net',
+          type: 'svc_managed_certs',
+          domain_metadata: Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`k${i}`, 'v'])),
+        },
+        { domain: 'a.example.net', type: 'svc_managed_certs', domain_metadata: { k: 'x'.repeat(256) } },
+      ]) {
         const response = await create(payload);
         assert.equal(response.statusCode, 400, response.body);
         assert.equal(response.json().errorCode, 'invalid_body');
@@ -80,12 +147,21 @@ for (const kind of databaseKinds()) {
 
     it('answers 404 for a missing domain, 400 for a malformed id, and checks scopes', async () => {
       const missing = await get('cd_6hxWGEsXvZyIUcoI');
-      assert.deepEqual(missing.json(), { statusCode: 404, error: 'Not Found', message: 'The custom domain cd_6hxWGEsXvZyIUcoI does not exist', errorCode: 'inexistent_custom_domain' });
+      assert.deepEqual(missing.json(), {
+        statusCode: 404,
+        error: 'Not Found',
+        message: 'The custom domain cd_6hxWGEsXvZyIUcoI does not exist',
+        errorCode: 'inexistent_custom_domain',
+      });
       const malformed = await get('nope');
       assert.equal(malformed.statusCode, 400);
       assert.equal(malformed.json().errorCode, 'invalid_uri');
       const { token } = await server.clientWithScopes(['read:custom_domains']);
-      const refused = await server.request({ method: 'POST', url: '/api/v2/custom-domains/cd_6hxWGEsXvZyIUcoI/verify', token });
+      const refused = await server.request({
+        method: 'POST',
+        url: '/api/v2/custom-domains/cd_6hxWGEsXvZyIUcoI/verify',
+        token,
+      });
       assert.equal(refused.statusCode, 403);
       assert.equal(refused.json().message, 'Insufficient scope, expected any of: create:custom_domains');
       assert.equal((await server.request({ url: '/api/v2/custom-domains', token })).statusCode, 200);
@@ -104,7 +180,10 @@ for (const kind of databaseKinds()) {
 
       dns.setCname('auth.verify.test', 'elsewhere.example.com');
       const wrong = (await verify(cd.custom_domain_id)).json();
-      assert.equal(wrong.verification.error_msg, `CNAME record for auth.verify.test resolves to elsewhere.example.com, expected ${target}`);
+      assert.equal(
+        wrong.verification.error_msg,
+        `CNAME record for auth.verify.test resolves to elsewhere.example.com, expected ${target}`,
+      );
       assert.equal(wrong.status, 'pending_verification');
 
       dns.remove('auth.verify.test');
@@ -134,17 +213,33 @@ for (const kind of databaseKinds()) {
       assert.equal(rb.json().status, 'ready');
       assert.match(rb.json().cname_api_key, /^[0-9a-f]{128}$/);
       assert.equal((await get(b.custom_domain_id)).json().cname_api_key, undefined);
-      const row = await server.services.database.db.selectFrom('custom_domains').select('cname_api_key_hash').where('id', '=', b.custom_domain_id).executeTakeFirstOrThrow();
+      const row = await server.services.database.db
+        .selectFrom('custom_domains')
+        .select('cname_api_key_hash')
+        .where('id', '=', b.custom_domain_id)
+        .executeTakeFirstOrThrow();
       assert.notEqual(row.cname_api_key_hash, rb.json().cname_api_key);
-      const throughProxy = await server.request({ url: '/api/v2/custom-domains', headers: { host: 'two.multi.test', 'cname-api-key': rb.json().cname_api_key } });
+      const throughProxy = await server.request({
+        url: '/api/v2/custom-domains',
+        headers: { host: 'two.multi.test', 'cname-api-key': rb.json().cname_api_key },
+      });
       assert.equal(throughProxy.statusCode, 200, throughProxy.body);
       assert.equal((await get(a.custom_domain_id)).json().status, 'pending_verification');
     });
 
     it('serves a ready domain: its host reaches the tenant and issues tokens with its issuer, valid on every domain', async () => {
       const host = 'auth.verify.test';
-      const pendingHost = await server.app.inject({ method: 'POST', url: '/oauth/token', headers: { host: 'one.multi.test' },
-        payload: { grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience: 'https://one.multi.test/api/v2/' } });
+      const pendingHost = await server.app.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        headers: { host: 'one.multi.test' },
+        payload: {
+          grant_type: 'client_credentials',
+          client_id: ADMIN_ID,
+          client_secret: ADMIN_SECRET,
+          audience: 'https://one.multi.test/api/v2/',
+        },
+      });
       assert.equal(pendingHost.statusCode, 404, 'a pending domain does not serve');
       const token = await server.tokenFor(host, ADMIN_ID, ADMIN_SECRET);
       const claims = decodeJwt(token);
@@ -164,50 +259,111 @@ for (const kind of databaseKinds()) {
     it('switches the default, refuses to delete it, and keeps older tokens valid', async () => {
       const canonical = await server.request({ url: '/api/v2/custom-domains/default' });
       assert.deepEqual(canonical.json(), { domain: server.domain });
-      const list = (await server.request({ url: '/api/v2/custom-domains' })).json() as Array<{ custom_domain_id: string; domain: string; status: string }>;
+      const list = (await server.request({ url: '/api/v2/custom-domains' })).json() as Array<{
+        custom_domain_id: string;
+        domain: string;
+        status: string;
+      }>;
       const ready = list.find((d) => d.domain === 'auth.verify.test')!;
       const pending = list.find((d) => d.domain === 'one.multi.test')!;
       const selfReady = list.find((d) => d.domain === 'two.multi.test')!;
       const tokenBefore = await server.tokenFor('auth.verify.test', ADMIN_ID, ADMIN_SECRET);
 
-      const refused = await server.request({ method: 'PATCH', url: '/api/v2/custom-domains/default', payload: { domain: pending.domain } });
-      assert.deepEqual(refused.json(), { statusCode: 400, error: 'Bad Request', message: 'The domain must be verified before it can be set as default.', errorCode: 'invalid_body' });
-      const refusedPatch = await server.request({ method: 'PATCH', url: `/api/v2/custom-domains/${pending.custom_domain_id}`, payload: { is_default: true } });
+      const refused = await server.request({
+        method: 'PATCH',
+        url: '/api/v2/custom-domains/default',
+        payload: { domain: pending.domain },
+      });
+      assert.deepEqual(refused.json(), {
+        statusCode: 400,
+        error: 'Bad Request',
+        message: 'The domain must be verified before it can be set as default.',
+        errorCode: 'invalid_body',
+      });
+      const refusedPatch = await server.request({
+        method: 'PATCH',
+        url: `/api/v2/custom-domains/${pending.custom_domain_id}`,
+        payload: { is_default: true },
+      });
       assert.equal(refusedPatch.statusCode, 400);
 
-      const set = await server.request({ method: 'PATCH', url: '/api/v2/custom-domains/default', payload: { domain: ready.domain } });
+      const set = await server.request({
+        method: 'PATCH',
+        url: '/api/v2/custom-domains/default',
+        payload: { domain: ready.domain },
+      });
       assert.equal(set.statusCode, 200, set.body);
       assert.equal(set.json().custom_domain_id, ready.custom_domain_id);
       assert.equal(set.json().is_default, true);
       assert.equal((await server.request({ url: '/api/v2/custom-domains/default' })).json().domain, ready.domain);
-      const deleting = await server.request({ method: 'DELETE', url: `/api/v2/custom-domains/${ready.custom_domain_id}` });
-      assert.deepEqual(deleting.json(), { statusCode: 409, error: 'Conflict', message: 'Cannot delete the default custom domain. Please set another domain as default before deleting this one.' });
+      const deleting = await server.request({
+        method: 'DELETE',
+        url: `/api/v2/custom-domains/${ready.custom_domain_id}`,
+      });
+      assert.deepEqual(deleting.json(), {
+        statusCode: 409,
+        error: 'Conflict',
+        message:
+          'Cannot delete the default custom domain. Please set another domain as default before deleting this one.',
+      });
 
       // PATCH /{id} with is_default (spec 4.6) moves the default; exactly one record says is_default.
-      const moved = await server.request({ method: 'PATCH', url: `/api/v2/custom-domains/${selfReady.custom_domain_id}`, payload: { is_default: true } });
+      const moved = await server.request({
+        method: 'PATCH',
+        url: `/api/v2/custom-domains/${selfReady.custom_domain_id}`,
+        payload: { is_default: true },
+      });
       assert.equal(moved.statusCode, 200, moved.body);
       assert.equal(moved.json().is_default, true);
-      const flags = ((await server.request({ url: '/api/v2/custom-domains' })).json() as Array<{ is_default: boolean }>).filter((d) => d.is_default);
+      const flags = (
+        (await server.request({ url: '/api/v2/custom-domains' })).json() as Array<{ is_default: boolean }>
+      ).filter((d) => d.is_default);
       assert.equal(flags.length, 1);
-      assert.equal((await server.request({ url: '/api/v2/custom-domains/default', token: tokenBefore })).statusCode, 200, 'older token still valid');
+      assert.equal(
+        (await server.request({ url: '/api/v2/custom-domains/default', token: tokenBefore })).statusCode,
+        200,
+        'older token still valid',
+      );
 
-      const back = await server.request({ method: 'PATCH', url: '/api/v2/custom-domains/default', payload: { domain: server.domain } });
+      const back = await server.request({
+        method: 'PATCH',
+        url: '/api/v2/custom-domains/default',
+        payload: { domain: server.domain },
+      });
       assert.deepEqual(back.json(), { domain: server.domain });
-      const deleted = await server.request({ method: 'DELETE', url: `/api/v2/custom-domains/${pending.custom_domain_id}` });
+      const deleted = await server.request({
+        method: 'DELETE',
+        url: `/api/v2/custom-domains/${pending.custom_domain_id}`,
+      });
       assert.equal(deleted.statusCode, 204);
       assert.equal(deleted.body, '');
       assert.equal((await get(pending.custom_domain_id)).statusCode, 404);
     });
 
     it('merges domain_metadata per key, null deleting, and removes relying_party_identifier with null', async () => {
-      const cd = (await create({ domain: 'meta.example.com', type: 'svc_managed_certs', domain_metadata: { key: 'value' }, relying_party_identifier: 'example.com' })).json();
+      const cd = (
+        await create({
+          domain: 'meta.example.com',
+          type: 'svc_managed_certs',
+          domain_metadata: { key: 'value' },
+          relying_party_identifier: 'example.com',
+        })
+      ).json();
       const url = `/api/v2/custom-domains/${cd.custom_domain_id}`;
       const merged = await server.request({ method: 'PATCH', url, payload: { domain_metadata: { key2: 'value2' } } });
       assert.deepEqual(merged.json().domain_metadata, { key: 'value', key2: 'value2' });
-      const emptied = await server.request({ method: 'PATCH', url, payload: { domain_metadata: { key: null, key2: null }, relying_party_identifier: null } });
+      const emptied = await server.request({
+        method: 'PATCH',
+        url,
+        payload: { domain_metadata: { key: null, key2: null }, relying_party_identifier: null },
+      });
       assert.deepEqual(emptied.json().domain_metadata, {});
       assert.equal('relying_party_identifier' in emptied.json(), false);
-      const wrongType = await server.request({ method: 'PATCH', url, payload: { custom_client_ip_header: 'x-forwarded-for' } });
+      const wrongType = await server.request({
+        method: 'PATCH',
+        url,
+        payload: { custom_client_ip_header: 'x-forwarded-for' },
+      });
       assert.equal(wrongType.statusCode, 400);
     });
 
@@ -218,23 +374,41 @@ for (const kind of databaseKinds()) {
       assert.equal(first.custom_domains.length, 2);
       assert.equal(typeof first.next, 'string');
       const rest = (await server.request({ url: `/api/v2/custom-domains?take=100&from=${first.next}` })).json();
-      assert.deepEqual([...first.custom_domains, ...rest.custom_domains].map((d: { domain: string }) => d.domain), all.map((d: { domain: string }) => d.domain));
+      assert.deepEqual(
+        [...first.custom_domains, ...rest.custom_domains].map((d: { domain: string }) => d.domain),
+        all.map((d: { domain: string }) => d.domain),
+      );
       assert.equal(rest.next, undefined);
       const filtered = (await server.request({ url: '/api/v2/custom-domains?q=domain%3Aauth*' })).json();
-      assert.deepEqual(filtered.map((d: { domain: string }) => d.domain), ['auth.verify.test']);
+      assert.deepEqual(
+        filtered.map((d: { domain: string }) => d.domain),
+        ['auth.verify.test'],
+      );
     });
 
     it('keeps hostnames unique within a tenant: a concurrent claim gets exactly one 201 and one 409; the cap is a 409', async () => {
       const payload = { domain: 'contested.example.io', type: 'svc_managed_certs' };
-      const results = await Promise.all([create(payload, otherToken, 'other.test'), create(payload, otherToken, 'other.test')]);
+      const results = await Promise.all([
+        create(payload, otherToken, 'other.test'),
+        create(payload, otherToken, 'other.test'),
+      ]);
       assert.deepEqual(results.map((r) => r.statusCode).sort(), [201, 409]);
       const loser = results.find((r) => r.statusCode === 409)!;
       assert.deepEqual(loser.json(), { statusCode: 409, error: 'Conflict', message: 'Custom domain already exists.' });
-      assert.equal((await create({ domain: 'other.test', type: 'svc_managed_certs' })).statusCode, 409, 'a canonical domain cannot be claimed');
+      assert.equal(
+        (await create({ domain: 'other.test', type: 'svc_managed_certs' })).statusCode,
+        409,
+        'a canonical domain cannot be claimed',
+      );
       let status = 201;
-      for (let i = 0; status === 201 && i < 10; i++) status = (await create({ domain: `cap${i}.example.io`, type: 'svc_managed_certs' })).statusCode;
+      for (let i = 0; status === 201 && i < 10; i++)
+        status = (await create({ domain: `cap${i}.example.io`, type: 'svc_managed_certs' })).statusCode;
       const over = await create({ domain: 'over.example.io', type: 'svc_managed_certs' });
-      assert.deepEqual(over.json(), { statusCode: 409, error: 'Conflict', message: 'You reached the maximum number of custom domains for your account.' });
+      assert.deepEqual(over.json(), {
+        statusCode: 409,
+        error: 'Conflict',
+        message: 'You reached the maximum number of custom domains for your account.',
+      });
     });
   });
 }

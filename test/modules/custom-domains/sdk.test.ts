@@ -5,7 +5,10 @@ import { databaseKinds } from '../../helpers/databases.ts';
 import { startDnsServer, type TestDnsServer } from '../../helpers/dns-server.ts';
 import { startHttpsTestServer, type HttpsTestServer } from '../../helpers/https.ts';
 
-interface SdkError { statusCode?: number; body?: { statusCode?: number; error?: string; message?: string; errorCode?: string } }
+interface SdkError {
+  statusCode?: number;
+  body?: { statusCode?: number; error?: string; message?: string; errorCode?: string };
+}
 
 /** The SDK's error carries the status and the original's error body. */
 const failsWith = (statusCode: number, body: Record<string, unknown>) => (error: SdkError) => {
@@ -40,17 +43,30 @@ for (const kind of databaseKinds()) {
       assert.equal(managed.status, 'pending_verification');
       assert.equal(managed.is_default, false);
       assert.equal(managed.verification.methods?.[0]!.name, 'CNAME');
-      const proxied = await client.customDomains.create({ domain: 'proxy.sdk.test', type: 'self_managed_certs', custom_client_ip_header: 'cf-connecting-ip' });
+      const proxied = await client.customDomains.create({
+        domain: 'proxy.sdk.test',
+        type: 'self_managed_certs',
+        custom_client_ip_header: 'cf-connecting-ip',
+      });
       assert.equal(proxied.custom_client_ip_header, 'cf-connecting-ip');
       assert.equal(proxied.verification.methods?.[0]!.name, 'TXT');
 
       const listed = await client.customDomains.list();
       assert.ok(Array.isArray(listed));
-      assert.deepEqual(listed.map((d) => d.domain), ['login.sdk.test', 'proxy.sdk.test']);
-      assert.deepEqual((await client.customDomains.list({ q: 'domain:proxy*' })).map((d) => d.custom_domain_id), [proxied.custom_domain_id]);
+      assert.deepEqual(
+        listed.map((d) => d.domain),
+        ['login.sdk.test', 'proxy.sdk.test'],
+      );
+      assert.deepEqual(
+        (await client.customDomains.list({ q: 'domain:proxy*' })).map((d) => d.custom_domain_id),
+        [proxied.custom_domain_id],
+      );
       assert.deepEqual(await client.customDomains.get(managed.custom_domain_id), managed);
 
-      const updated = await client.customDomains.update(managed.custom_domain_id, { domain_metadata: { team: null, region: 'eu' } as never, tls_policy: 'recommended' });
+      const updated = await client.customDomains.update(managed.custom_domain_id, {
+        domain_metadata: { team: null, region: 'eu' } as never,
+        tls_policy: 'recommended',
+      });
       assert.deepEqual(updated.domain_metadata, { region: 'eu' });
       assert.deepEqual((await client.customDomains.get(managed.custom_domain_id)).domain_metadata, { region: 'eu' });
 
@@ -67,9 +83,15 @@ for (const kind of databaseKinds()) {
       const proxiedReady = await client.customDomains.verify(proxied.custom_domain_id);
       assert.equal(proxiedReady.status, 'ready');
       assert.match(proxiedReady.cname_api_key ?? '', /^[0-9a-f]{128}$/);
-      await assert.rejects(client.customDomains.verify(proxied.custom_domain_id), failsWith(400, {
-        statusCode: 400, error: 'Bad Request', message: 'Custom domain already verified.', errorCode: 'invalid_body',
-      }));
+      await assert.rejects(
+        client.customDomains.verify(proxied.custom_domain_id),
+        failsWith(400, {
+          statusCode: 400,
+          error: 'Bad Request',
+          message: 'Custom domain already verified.',
+          errorCode: 'invalid_body',
+        }),
+      );
 
       assert.deepEqual(await client.customDomains.getDefault(), { domain: https.domain });
       const made = await client.customDomains.setDefault({ domain: 'login.sdk.test' });
@@ -78,34 +100,69 @@ for (const kind of databaseKinds()) {
       const current = await client.customDomains.getDefault();
       assert.equal(current.domain, 'login.sdk.test');
       assert.equal((current as { is_default?: boolean }).is_default, true);
-      await assert.rejects(client.customDomains.delete(managed.custom_domain_id), failsWith(409, {
-        statusCode: 409, error: 'Conflict', message: 'Cannot delete the default custom domain. Please set another domain as default before deleting this one.',
-      }));
+      await assert.rejects(
+        client.customDomains.delete(managed.custom_domain_id),
+        failsWith(409, {
+          statusCode: 409,
+          error: 'Conflict',
+          message:
+            'Cannot delete the default custom domain. Please set another domain as default before deleting this one.',
+        }),
+      );
       assert.deepEqual(await client.customDomains.setDefault({ domain: https.domain }), { domain: https.domain });
 
       assert.equal(await client.customDomains.delete(managed.custom_domain_id), undefined);
-      await assert.rejects(client.customDomains.get(managed.custom_domain_id), failsWith(404, {
-        statusCode: 404, error: 'Not Found', message: `The custom domain ${managed.custom_domain_id} does not exist`, errorCode: 'inexistent_custom_domain',
-      }));
-      assert.deepEqual((await client.customDomains.list()).map((d) => d.domain), ['proxy.sdk.test']);
+      await assert.rejects(
+        client.customDomains.get(managed.custom_domain_id),
+        failsWith(404, {
+          statusCode: 404,
+          error: 'Not Found',
+          message: `The custom domain ${managed.custom_domain_id} does not exist`,
+          errorCode: 'inexistent_custom_domain',
+        }),
+      );
+      assert.deepEqual(
+        (await client.customDomains.list()).map((d) => d.domain),
+        ['proxy.sdk.test'],
+      );
     });
 
-    it('surfaces refusals as the SDK\'s errors with the original bodies', async () => {
-      await assert.rejects(client.customDomains.create({ domain: 'bad_host.sdk.test', type: 'self_managed_certs' }), (error: SdkError) => {
-        assert.equal(error.statusCode, 400);
-        assert.equal(error.body?.errorCode, 'invalid_body');
-        return true;
-      });
-      await assert.rejects(client.customDomains.create({ domain: 'proxy.sdk.test', type: 'self_managed_certs' }), failsWith(409, {
-        statusCode: 409, error: 'Conflict', message: 'Custom domain already exists.',
-      }));
+    it("surfaces refusals as the SDK's errors with the original bodies", async () => {
+      await assert.rejects(
+        client.customDomains.create({ domain: 'bad_host.sdk.test', type: 'self_managed_certs' }),
+        (error: SdkError) => {
+          assert.equal(error.statusCode, 400);
+          assert.equal(error.body?.errorCode, 'invalid_body');
+          return true;
+        },
+      );
+      await assert.rejects(
+        client.customDomains.create({ domain: 'proxy.sdk.test', type: 'self_managed_certs' }),
+        failsWith(409, {
+          statusCode: 409,
+          error: 'Conflict',
+          message: 'Custom domain already exists.',
+        }),
+      );
       const pending = await client.customDomains.create({ domain: 'pending.sdk.test', type: 'auth0_managed_certs' });
-      await assert.rejects(client.customDomains.setDefault({ domain: pending.domain }), failsWith(400, {
-        statusCode: 400, error: 'Bad Request', message: 'The domain must be verified before it can be set as default.', errorCode: 'invalid_body',
-      }));
-      await assert.rejects(client.customDomains.update(pending.custom_domain_id, { custom_client_ip_header: 'x-forwarded-for' }), failsWith(400, {
-        statusCode: 400, error: 'Bad Request', message: "The 'custom_client_ip_header' cannot be set on svc_managed domains", errorCode: 'invalid_body',
-      }));
+      await assert.rejects(
+        client.customDomains.setDefault({ domain: pending.domain }),
+        failsWith(400, {
+          statusCode: 400,
+          error: 'Bad Request',
+          message: 'The domain must be verified before it can be set as default.',
+          errorCode: 'invalid_body',
+        }),
+      );
+      await assert.rejects(
+        client.customDomains.update(pending.custom_domain_id, { custom_client_ip_header: 'x-forwarded-for' }),
+        failsWith(400, {
+          statusCode: 400,
+          error: 'Bad Request',
+          message: "The 'custom_client_ip_header' cannot be set on svc_managed domains",
+          errorCode: 'invalid_body',
+        }),
+      );
     });
   });
 }

@@ -21,7 +21,8 @@ const PROMPT_MS = 100;
  */
 const SLOW_BODY = '{% assign a = (1..2000000) %}{{ a | find_exp: "i", "i < 0" }}';
 /** Fast for the sample user (and most users); slow for a user whose metadata says `n` is large. */
-const DATA_DEPENDENT_BODY = '{% assign n = user.user_metadata.n | default: 1 %}{% assign a = (1..n) %}<p>Hi {{ user.name }}{{ a | find_exp: "i", "i < 0" }}</p><a href="{{ url }}">verify</a>';
+const DATA_DEPENDENT_BODY =
+  '{% assign n = user.user_metadata.n | default: 1 %}{% assign a = (1..n) %}<p>Hi {{ user.name }}{{ a | find_exp: "i", "i < 0" }}</p><a href="{{ url }}">verify</a>';
 const TIMED_OUT = `rendering took longer than the limit of ${LIMIT_MS} ms`;
 
 async function timed<T>(run: () => Promise<T>): Promise<{ value: T; ms: number }> {
@@ -56,23 +57,39 @@ for (const kind of databaseKinds()) {
     const call = (method: string, path: string, payload?: unknown) =>
       fetch(`${base}${path}`, {
         method,
-        headers: { host: server.domain, authorization: `Bearer ${server.adminToken}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          host: server.domain,
+          authorization: `Bearer ${server.adminToken}`,
+          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
       });
     const getTemplate = async () => (await server.request({ url: '/api/v2/email-templates/verify_email' })).json();
-    const patchTemplate = (payload: Record<string, unknown>) => server.request({ method: 'PATCH', url: '/api/v2/email-templates/verify_email', payload });
+    const patchTemplate = (payload: Record<string, unknown>) =>
+      server.request({ method: 'PATCH', url: '/api/v2/email-templates/verify_email', payload });
     const newEmail = () => `limit${++userCount}@example.com`;
     const createUser = (payload: Record<string, unknown>) =>
-      server.request({ method: 'POST', url: '/api/v2/users', payload: { connection: 'Username-Password-Authentication', password: PASSWORD, ...payload } });
+      server.request({
+        method: 'POST',
+        url: '/api/v2/users',
+        payload: { connection: 'Username-Password-Authentication', password: PASSWORD, ...payload },
+      });
     const outboxRowFor = (recipient: string) =>
-      server.services.database.db.selectFrom('email_outbox').selectAll().where('recipient', '=', recipient).executeTakeFirst();
+      server.services.database.db
+        .selectFrom('email_outbox')
+        .selectAll()
+        .where('recipient', '=', recipient)
+        .executeTakeFirst();
     const warnings = (message: string) => logLines.filter((line) => line.level === 40 && line.msg === message);
 
     it('refuses a template that renders past the limit with a 400 within the limit, stores nothing, and logs it', async () => {
       const before = await getTemplate();
       const { value: refused, ms } = await timed(() => patchTemplate({ body: SLOW_BODY, subject: 'changed' }));
       assert.deepEqual(refused.json(), {
-        statusCode: 400, error: 'Bad Request', errorCode: 'invalid_body', message: `Invalid Liquid template in body: ${TIMED_OUT}`,
+        statusCode: 400,
+        error: 'Bad Request',
+        errorCode: 'invalid_body',
+        message: `Invalid Liquid template in body: ${TIMED_OUT}`,
       });
       assert.ok(ms < LIMIT_MS + MARGIN_MS, `answered after ${Math.round(ms)} ms`);
       assert.deepEqual(await getTemplate(), before, 'nothing was stored');
@@ -84,8 +101,13 @@ for (const kind of databaseKinds()) {
     it('answers /health and the API promptly over HTTP while four such templates render at once', async (t) => {
       const before = await getTemplate();
       let rendering = true;
-      const patches = Promise.all(Array.from({ length: 4 }, (_, i) => call('PATCH', '/api/v2/email-templates/verify_email', { body: SLOW_BODY, subject: `slow ${i}` })))
-        .finally(() => { rendering = false; });
+      const patches = Promise.all(
+        Array.from({ length: 4 }, (_, i) =>
+          call('PATCH', '/api/v2/email-templates/verify_email', { body: SLOW_BODY, subject: `slow ${i}` }),
+        ),
+      ).finally(() => {
+        rendering = false;
+      });
       const prompt: number[] = [];
       // Sequential probes while the PATCHes run: each one waits for an event loop a render would hold.
       while (rendering) {
@@ -95,14 +117,22 @@ for (const kind of databaseKinds()) {
         assert.equal(read.value.status, 200);
         prompt.push(health.ms, read.ms);
         // A write succeeds too; its password hash competes with the renders for the CPU, so its time is not measured.
-        const created = await call('POST', '/api/v2/users', { connection: 'Username-Password-Authentication', email: newEmail(), password: PASSWORD, verify_email: false });
+        const created = await call('POST', '/api/v2/users', {
+          connection: 'Username-Password-Authentication',
+          email: newEmail(),
+          password: PASSWORD,
+          verify_email: false,
+        });
         assert.equal(created.status, 201, await created.text());
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       t.diagnostic(`/health and GET while rendering: ${prompt.map(Math.round).join(', ')} ms`);
       const sorted = [...prompt].sort((a, b) => a - b);
       assert.ok(sorted.at(-1)! < LIMIT_MS, `/health and GET took ${prompt.map(Math.round).join(', ')} ms`);
-      assert.ok(sorted[Math.floor(sorted.length / 2)]! < PROMPT_MS, `/health and GET took ${prompt.map(Math.round).join(', ')} ms`);
+      assert.ok(
+        sorted[Math.floor(sorted.length / 2)]! < PROMPT_MS,
+        `/health and GET took ${prompt.map(Math.round).join(', ')} ms`,
+      );
       assert.ok(prompt.length >= 10, `only ${prompt.length / 2} rounds of probes while rendering`);
       // Stopped at the limit, or refused for having waited that long behind another: never stored.
       const statuses = [];
@@ -123,15 +153,25 @@ for (const kind of databaseKinds()) {
 
       // Users whose data keeps it quick get their email, rendered as before.
       const quick = newEmail();
-      const created = await createUser({ email: quick, name: 'Quick <Q>', user_metadata: { n: 3 }, verify_email: true });
+      const created = await createUser({
+        email: quick,
+        name: 'Quick <Q>',
+        user_metadata: { n: 3 },
+        verify_email: true,
+      });
       assert.equal(created.statusCode, 201, created.body);
       const row = await outboxRowFor(quick);
       assert.equal(row?.status, 'pending');
-      assert.match(server.services.secretBox.open(row.body!), /^<p>Hi Quick &lt;Q&gt;<\/p><a href="https:\/\/[^"]+\/u\/email-verification\?ticket=[\w-]{43}">verify<\/a>$/);
+      assert.match(
+        server.services.secretBox.open(row.body!),
+        /^<p>Hi Quick &lt;Q&gt;<\/p><a href="https:\/\/[^"]+\/u\/email-verification\?ticket=[\w-]{43}">verify<\/a>$/,
+      );
 
       // The user whose data makes it slow is created; the email fails, with the reason recorded, and is never sent.
       const slow = newEmail();
-      const { value: accepted, ms } = await timed(() => createUser({ email: slow, user_metadata: { n: 2_000_000 }, verify_email: true }));
+      const { value: accepted, ms } = await timed(() =>
+        createUser({ email: slow, user_metadata: { n: 2_000_000 }, verify_email: true }),
+      );
       assert.equal(accepted.statusCode, 201, accepted.body);
       assert.ok(ms < LIMIT_MS + MARGIN_MS, `answered after ${Math.round(ms)} ms`);
       const found = await server.request({ url: `/api/v2/users-by-email?email=${encodeURIComponent(slow)}` });
@@ -145,7 +185,13 @@ for (const kind of databaseKinds()) {
       const existing = newEmail();
       const quiet = await createUser({ email: existing, user_metadata: { n: 2_000_000 }, verify_email: false });
       assert.equal(quiet.statusCode, 201, quiet.body);
-      const job = await timed(() => server.request({ method: 'POST', url: '/api/v2/jobs/verification-email', payload: { user_id: quiet.json().user_id } }));
+      const job = await timed(() =>
+        server.request({
+          method: 'POST',
+          url: '/api/v2/jobs/verification-email',
+          payload: { user_id: quiet.json().user_id },
+        }),
+      );
       assert.equal(job.value.statusCode, 201, job.value.body);
       assert.ok(job.ms < LIMIT_MS + MARGIN_MS, `answered after ${Math.round(job.ms)} ms`);
       assert.equal((await outboxRowFor(existing))?.status, 'failed');
@@ -166,35 +212,65 @@ describe('email template render queue', () => {
   });
 
   it('refuses renders that waited longer than the limit with a 429, instead of queueing slow templates behind one another', async () => {
-    const warm = await server.request({ method: 'PATCH', url: '/api/v2/email-templates/verify_email', payload: { subject: 'Warm' } });
+    const warm = await server.request({
+      method: 'PATCH',
+      url: '/api/v2/email-templates/verify_email',
+      payload: { subject: 'Warm' },
+    });
     assert.equal(warm.statusCode, 200, warm.body);
     const started = performance.now();
-    const answers = await Promise.all(Array.from({ length: 7 }, () => server.request({
-      method: 'PATCH', url: '/api/v2/email-templates/verify_email', payload: { body: SLOW_BODY },
-    }).then((response) => ({ response, ms: performance.now() - started }))));
+    const answers = await Promise.all(
+      Array.from({ length: 7 }, () =>
+        server
+          .request({
+            method: 'PATCH',
+            url: '/api/v2/email-templates/verify_email',
+            payload: { body: SLOW_BODY },
+          })
+          .then((response) => ({ response, ms: performance.now() - started })),
+      ),
+    );
     const refused = answers.filter(({ response }) => response.statusCode === 429);
     const stopped = answers.filter(({ response }) => response.statusCode === 400);
-    assert.ok(stopped.length >= 1 && refused.length >= 4 && stopped.length + refused.length === 7, answers.map(({ response }) => response.body).join('\n'));
+    assert.ok(
+      stopped.length >= 1 && refused.length >= 4 && stopped.length + refused.length === 7,
+      answers.map(({ response }) => response.body).join('\n'),
+    );
     for (const { response, ms } of refused) {
       assert.deepEqual(response.json(), {
-        statusCode: 429, error: 'Too Many Requests', errorCode: 'too_many_requests',
+        statusCode: 429,
+        error: 'Too Many Requests',
+        errorCode: 'too_many_requests',
         message: 'Too many email templates are being rendered at once; try again shortly.',
       });
       // Its wait (the limit) plus the render ahead of it (the limit) plus a replacement thread's start.
       assert.ok(ms < 2 * 300 + 2_500, `refused after ${Math.round(ms)} ms`);
     }
     for (const { response } of stopped) {
-      assert.equal(response.json().message, 'Invalid Liquid template in body: rendering took longer than the limit of 300 ms');
+      assert.equal(
+        response.json().message,
+        'Invalid Liquid template in body: rendering took longer than the limit of 300 ms',
+      );
     }
     // The pool still renders once the flood is over.
-    const fine = await server.request({ method: 'PATCH', url: '/api/v2/email-templates/verify_email', payload: { subject: 'Fine {{ user.email }}' } });
+    const fine = await server.request({
+      method: 'PATCH',
+      url: '/api/v2/email-templates/verify_email',
+      payload: { subject: 'Fine {{ user.email }}' },
+    });
     assert.equal(fine.statusCode, 200, fine.body);
   });
 
   it('lets a burst of ordinary renders through: they queue, none is refused', async () => {
-    const answers = await Promise.all(Array.from({ length: 48 }, (_, i) => server.request({
-      method: 'PATCH', url: '/api/v2/email-templates/verify_email', payload: { subject: `Burst ${i} {{ user.email }}` },
-    })));
+    const answers = await Promise.all(
+      Array.from({ length: 48 }, (_, i) =>
+        server.request({
+          method: 'PATCH',
+          url: '/api/v2/email-templates/verify_email',
+          payload: { subject: `Burst ${i} {{ user.email }}` },
+        }),
+      ),
+    );
     assert.deepEqual([...new Set(answers.map((response) => response.statusCode))], [200]);
   });
 });

@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { databaseKinds } from '../../helpers/databases.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
-import { startWebhookReceiver, waitUntil, type ReceivedRequest, type WebhookReceiver } from '../../helpers/webhook-receiver.ts';
+import {
+  startWebhookReceiver,
+  waitUntil,
+  type ReceivedRequest,
+  type WebhookReceiver,
+} from '../../helpers/webhook-receiver.ts';
 
 const DELIVERY_ENV = {
   DELIVERY_ALLOW_HTTP: 'true',
@@ -63,14 +68,22 @@ for (const kind of databaseKinds()) {
     });
 
     const create = async (name: string, destination: unknown) => {
-      const response = await server.request({ method: 'POST', url: '/api/v2/event-streams', payload: { name, destination } });
+      const response = await server.request({
+        method: 'POST',
+        url: '/api/v2/event-streams',
+        payload: { name, destination },
+      });
       assert.equal(response.statusCode, 201, response.body);
       return response.json();
     };
     const patch = (id: string, destination: unknown) =>
       server.request({ method: 'PATCH', url: `/api/v2/event-streams/${id}`, payload: { destination } });
     const stored = (id: string) =>
-      server.services.database.db.selectFrom('event_streams').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      server.services.database.db
+        .selectFrom('event_streams')
+        .selectAll()
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
     /** Sends a test event and returns the request that carried it, at whichever receiver it reached. */
     const deliverTest = async (id: string, receiver: WebhookReceiver): Promise<ReceivedRequest> => {
       const payload = { event_type: 'user.created' };
@@ -80,12 +93,17 @@ for (const kind of databaseKinds()) {
       const requests = await receiver.waitFor((all) => all.some((r) => r.json().id === eventId));
       await waitUntil(async () => {
         const row = await server.services.database.db
-          .selectFrom('deliveries').select('status').where('stream_id', '=', id).where('event_id', '=', eventId).executeTakeFirst();
+          .selectFrom('deliveries')
+          .select('status')
+          .where('stream_id', '=', id)
+          .where('event_id', '=', eventId)
+          .executeTakeFirst();
         return row?.status === 'delivered';
       });
       return requests.find((r) => r.json().id === eventId)!;
     };
-    const received = (receiver: WebhookReceiver, streamId: string) => receiver.requests.filter((r) => r.json().a0stream === streamId);
+    const received = (receiver: WebhookReceiver, streamId: string) =>
+      receiver.requests.filter((r) => r.json().a0stream === streamId);
 
     for (const auth of KINDS) {
       it(`${auth.method}: moving to another scheme, host or port needs the ${auth.field}; the same origin keeps it`, async () => {
@@ -111,7 +129,11 @@ for (const kind of databaseKinds()) {
               `send it again to move webhook_endpoint to ${new URL(endpoint).origin}.`,
             errorCode: 'invalid_body',
           });
-          assert.deepEqual((await server.request({ url: `/api/v2/event-streams/${created.id}` })).json(), created, `${change}: unchanged`);
+          assert.deepEqual(
+            (await server.request({ url: `/api/v2/event-streams/${created.id}` })).json(),
+            created,
+            `${change}: unchanged`,
+          );
           assert.equal((await stored(created.id)).secret, sealed, `${change}: the stored secret is untouched`);
         }
         // Changing the method is no way around it either: the secret belongs to the method it was given with.
@@ -126,9 +148,15 @@ for (const kind of databaseKinds()) {
         assert.deepEqual(received(newReceiver, created.id), [], 'nothing reached the other port');
 
         // Same origin, another path and query: the stored secret is kept, not sealed again.
-        const moved = await patch(created.id, webhook(`${new URL(oldReceiver.url).origin}/moved?to=here`, auth.withoutSecret));
+        const moved = await patch(
+          created.id,
+          webhook(`${new URL(oldReceiver.url).origin}/moved?to=here`, auth.withoutSecret),
+        );
         assert.equal(moved.statusCode, 200, moved.body);
-        assert.equal(moved.json().destination.configuration.webhook_endpoint, `${new URL(oldReceiver.url).origin}/moved?to=here`);
+        assert.equal(
+          moved.json().destination.configuration.webhook_endpoint,
+          `${new URL(oldReceiver.url).origin}/moved?to=here`,
+        );
         assert.equal((await stored(created.id)).secret, sealed);
         const second = await deliverTest(created.id, oldReceiver);
         assert.equal(second.url, '/moved?to=here');
@@ -141,7 +169,10 @@ for (const kind of databaseKinds()) {
         const third = await deliverTest(created.id, newReceiver);
         assert.equal(auth.received(third), auth.expected('new-secret'));
         assert.equal(received(oldReceiver, created.id).length, before, 'the old receiver got nothing more');
-        assert.equal(JSON.stringify(received(newReceiver, created.id).map(auth.received)).includes('old-secret'), false);
+        assert.equal(
+          JSON.stringify(received(newReceiver, created.id).map(auth.received)).includes('old-secret'),
+          false,
+        );
       });
     }
 
@@ -180,24 +211,48 @@ for (const kind of databaseKinds()) {
         const refused = await patch(created.id, webhook(endpoint, { method: 'bearer' }));
         assert.equal(refused.statusCode, 400, `${endpoint}: ${refused.body}`);
         assert.equal(refused.json().errorCode, 'invalid_body');
-        assert.match(refused.json().message, /only sent to the origin it was given for \(https:\/\/hooks\.example\.test\)/);
-        assert.deepEqual((await server.request({ url: `/api/v2/event-streams/${created.id}` })).json(), current, `${endpoint}: unchanged`);
+        assert.match(
+          refused.json().message,
+          /only sent to the origin it was given for \(https:\/\/hooks\.example\.test\)/,
+        );
+        assert.deepEqual(
+          (await server.request({ url: `/api/v2/event-streams/${created.id}` })).json(),
+          current,
+          `${endpoint}: unchanged`,
+        );
         assert.equal((await stored(created.id)).secret, sealed, `${endpoint}: the stored secret is untouched`);
       }
     });
 
     it('refuses a custom header that would replace one the sender sets itself', async () => {
-      for (const headerKey of ['Host', 'content-length', 'Transfer-Encoding', 'webhook-signature', 'Webhook-Timestamp', 'proxy-authorization']) {
+      for (const headerKey of [
+        'Host',
+        'content-length',
+        'Transfer-Encoding',
+        'webhook-signature',
+        'Webhook-Timestamp',
+        'proxy-authorization',
+      ]) {
         const refused = await server.request({
-          method: 'POST', url: '/api/v2/event-streams',
-          payload: { name: 'reserved', subscriptions: [{ event_type: 'user.created' }],
-            destination: webhook(oldReceiver.url, { method: 'custom_header', header_key: headerKey, header_value: 'v' }) },
+          method: 'POST',
+          url: '/api/v2/event-streams',
+          payload: {
+            name: 'reserved',
+            subscriptions: [{ event_type: 'user.created' }],
+            destination: webhook(oldReceiver.url, {
+              method: 'custom_header',
+              header_key: headerKey,
+              header_value: 'v',
+            }),
+          },
         });
         assert.equal(refused.statusCode, 400, `${headerKey}: ${refused.body}`);
         assert.equal(refused.json().errorCode, 'invalid_body');
         assert.match(refused.json().message, /is set by the server itself/);
       }
-      const streams = (await server.request({ url: '/api/v2/event-streams' })).json().eventStreams as Array<{ name: string }>;
+      const streams = (await server.request({ url: '/api/v2/event-streams' })).json().eventStreams as Array<{
+        name: string;
+      }>;
       assert.ok(!streams.some((stream) => stream.name === 'reserved'));
     });
   });

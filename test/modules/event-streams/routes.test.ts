@@ -28,11 +28,15 @@ for (const kind of databaseKinds()) {
     });
     after(() => server.close());
     afterEach(async () => {
-      for (const id of streamsToDelete.splice(0)) await server.request({ method: 'DELETE', url: `/api/v2/event-streams/${id}` });
+      for (const id of streamsToDelete.splice(0))
+        await server.request({ method: 'DELETE', url: `/api/v2/event-streams/${id}` });
       await receiver?.close();
     });
 
-    const webhook = (url: string, auth: Record<string, string> = { method: 'bearer', token: 'secret-bearer-token' }) => ({
+    const webhook = (
+      url: string,
+      auth: Record<string, string> = { method: 'bearer', token: 'secret-bearer-token' },
+    ) => ({
       type: 'webhook',
       configuration: { webhook_endpoint: url, webhook_authorization: auth },
     });
@@ -45,33 +49,83 @@ for (const kind of databaseKinds()) {
     };
     let userCount = 0;
     const createUser = (email = `user${++userCount}-${Date.now()}@example.com`) =>
-      server.request({ method: 'POST', url: '/api/v2/users', payload: { connection: 'Username-Password-Authentication', password: 'correct horse battery', email } });
+      server.request({
+        method: 'POST',
+        url: '/api/v2/users',
+        payload: { connection: 'Username-Password-Authentication', password: 'correct horse battery', email },
+      });
     const deliveryRow = (streamId: string, eventId: string) =>
-      server.services.database.db.selectFrom('deliveries').selectAll().where('stream_id', '=', streamId).where('event_id', '=', eventId).executeTakeFirst();
+      server.services.database.db
+        .selectFrom('deliveries')
+        .selectAll()
+        .where('stream_id', '=', streamId)
+        .where('event_id', '=', eventId)
+        .executeTakeFirst();
     const attemptRows = (streamId: string, eventId: string) =>
-      server.services.database.db.selectFrom('delivery_attempts').selectAll().where('stream_id', '=', streamId).where('event_id', '=', eventId).orderBy('seq').execute();
+      server.services.database.db
+        .selectFrom('delivery_attempts')
+        .selectAll()
+        .where('stream_id', '=', streamId)
+        .where('event_id', '=', eventId)
+        .orderBy('seq')
+        .execute();
     const waitForStatus = async (streamId: string, eventId: string, status: string) =>
-      waitUntil(async () => (await deliveryRow(streamId, eventId))?.status === status, 5000, () => `delivery ${eventId} to become ${status}`);
+      waitUntil(
+        async () => (await deliveryRow(streamId, eventId))?.status === status,
+        5000,
+        () => `delivery ${eventId} to become ${status}`,
+      );
 
     it('creates, reads, lists, updates and deletes streams; secrets are write-only', async () => {
       receiver = await startWebhookReceiver();
-      const created = await createStream({ name: 'crud-stream', subscriptions: [{ event_type: 'user.updated' }], destination: webhook(receiver.url) });
+      const created = await createStream({
+        name: 'crud-stream',
+        subscriptions: [{ event_type: 'user.updated' }],
+        destination: webhook(receiver.url),
+      });
       assert.match(created.id, /^est_[1-9A-HJ-NP-Za-km-z]{22}$/);
-      assert.deepEqual(Object.keys(created), ['id', 'status', 'name', 'subscriptions', 'created_at', 'updated_at', 'destination']);
+      assert.deepEqual(Object.keys(created), [
+        'id',
+        'status',
+        'name',
+        'subscriptions',
+        'created_at',
+        'updated_at',
+        'destination',
+      ]);
       assert.equal(created.status, 'enabled');
-      assert.deepEqual(created.destination, { type: 'webhook', configuration: { webhook_endpoint: receiver.url, webhook_authorization: { method: 'bearer' } } });
-      const row = await server.services.database.db.selectFrom('event_streams').selectAll().where('id', '=', created.id).executeTakeFirstOrThrow();
-      assert.ok(!row.secret!.includes('secret-bearer-token') && !row.destination.includes('secret-bearer-token'), 'sealed at rest');
+      assert.deepEqual(created.destination, {
+        type: 'webhook',
+        configuration: { webhook_endpoint: receiver.url, webhook_authorization: { method: 'bearer' } },
+      });
+      const row = await server.services.database.db
+        .selectFrom('event_streams')
+        .selectAll()
+        .where('id', '=', created.id)
+        .executeTakeFirstOrThrow();
+      assert.ok(
+        !row.secret!.includes('secret-bearer-token') && !row.destination.includes('secret-bearer-token'),
+        'sealed at rest',
+      );
 
       const got = await server.request({ url: `/api/v2/event-streams/${created.id}` });
       assert.equal(got.statusCode, 200);
       assert.deepEqual(got.json(), created);
       assert.ok(!got.body.includes('secret-bearer-token'));
 
-      const second = await createStream({ name: 'crud-second', status: 'disabled', subscriptions: [{ event_type: 'user.deleted' }], destination: webhook(receiver.url, { method: 'basic', username: 'admin', password: 'pw-secret' }) });
+      const second = await createStream({
+        name: 'crud-second',
+        status: 'disabled',
+        subscriptions: [{ event_type: 'user.deleted' }],
+        destination: webhook(receiver.url, { method: 'basic', username: 'admin', password: 'pw-secret' }),
+      });
       assert.equal(second.status, 'disabled');
       assert.deepEqual(second.destination.configuration.webhook_authorization, { method: 'basic', username: 'admin' });
-      const dup = await server.request({ method: 'POST', url: '/api/v2/event-streams', payload: { name: 'crud-stream', destination: webhook(receiver.url) } });
+      const dup = await server.request({
+        method: 'POST',
+        url: '/api/v2/event-streams',
+        payload: { name: 'crud-stream', destination: webhook(receiver.url) },
+      });
       assert.equal(dup.statusCode, 409);
 
       const page1 = await server.request({ url: '/api/v2/event-streams?take=1' });
@@ -84,7 +138,11 @@ for (const kind of databaseKinds()) {
       const all = await server.request({ url: '/api/v2/event-streams' });
       assert.equal(all.json().next, undefined);
 
-      const patched = await server.request({ method: 'PATCH', url: `/api/v2/event-streams/${created.id}`, payload: { subscriptions: [{ event_type: 'user.created' }], status: 'disabled' } });
+      const patched = await server.request({
+        method: 'PATCH',
+        url: `/api/v2/event-streams/${created.id}`,
+        payload: { subscriptions: [{ event_type: 'user.created' }], status: 'disabled' },
+      });
       assert.equal(patched.statusCode, 200, patched.body);
       assert.deepEqual(patched.json().subscriptions, [{ event_type: 'user.created' }]);
       assert.equal(patched.json().status, 'disabled');
@@ -96,12 +154,17 @@ for (const kind of databaseKinds()) {
       assert.deepEqual(bad.json(), {
         statusCode: 400,
         error: 'Bad Request',
-        message: "Path validation error: 'Object didn't pass validation for format event-stream-id: est_invalid_id_1234567890' on property id (Unique identifier for the event stream).",
+        message:
+          "Path validation error: 'Object didn't pass validation for format event-stream-id: est_invalid_id_1234567890' on property id (Unique identifier for the event stream).",
         errorCode: 'invalid_uri',
       });
       const missing = await server.request({ url: '/api/v2/event-streams/est_1111111111111111111111' });
       assert.equal(missing.statusCode, 404);
-      assert.deepEqual(missing.json(), { statusCode: 404, error: 'Not Found', message: 'The requested stream does not exist.' });
+      assert.deepEqual(missing.json(), {
+        statusCode: 404,
+        error: 'Not Found',
+        message: 'The requested stream does not exist.',
+      });
 
       const deleted = await server.request({ method: 'DELETE', url: `/api/v2/event-streams/${second.id}` });
       assert.equal(deleted.statusCode, 204);
@@ -110,24 +173,48 @@ for (const kind of databaseKinds()) {
 
     it('checks scopes and refuses plain-http or loopback endpoints unless the development setting allows them', async () => {
       const { token } = await server.clientWithScopes(['read:event_streams']);
-      const refused = await server.request({ method: 'POST', url: '/api/v2/event-streams', token, payload: { destination: webhook('https://example.com/hook') } });
+      const refused = await server.request({
+        method: 'POST',
+        url: '/api/v2/event-streams',
+        token,
+        payload: { destination: webhook('https://example.com/hook') },
+      });
       assert.equal(refused.statusCode, 403);
       assert.equal(refused.json().message, 'Insufficient scope, expected any of: create:event_streams');
       // example.com is allow-listed by name, so checking it asks no DNS server.
       const guard = new EndpointGuard({ allowedHosts: ['example.com'], dnsServers: [] });
-      const strict = new EventStreamService(server.services.database, server.services.secretBox, server.services.tenants, { guard, queued: async () => undefined });
+      const strict = new EventStreamService(
+        server.services.database,
+        server.services.secretBox,
+        server.services.tenants,
+        { guard, queued: async () => undefined },
+      );
       for (const endpoint of ['http://example.com/hook', 'https://127.0.0.1/hook', 'https://localhost/hook']) {
-        await assert.rejects(strict.streams.create(server.tenant.id, { destination: webhook(endpoint) as never }), (e: ApiError) => e.statusCode === 400 && e.errorCode === 'invalid_body');
+        await assert.rejects(
+          strict.streams.create(server.tenant.id, { destination: webhook(endpoint) as never }),
+          (e: ApiError) => e.statusCode === 400 && e.errorCode === 'invalid_body',
+        );
       }
-      const ok = await strict.streams.create(server.tenant.id, { name: 'strict-ok', destination: webhook('https://example.com/hook') as never });
+      const ok = await strict.streams.create(server.tenant.id, {
+        name: 'strict-ok',
+        destination: webhook('https://example.com/hook') as never,
+      });
       streamsToDelete.push(ok.id);
-      const noSecret = await server.request({ method: 'POST', url: '/api/v2/event-streams', payload: { destination: webhook('https://example.com/hook', { method: 'bearer' }) } });
+      const noSecret = await server.request({
+        method: 'POST',
+        url: '/api/v2/event-streams',
+        payload: { destination: webhook('https://example.com/hook', { method: 'bearer' }) },
+      });
       assert.equal(noSecret.statusCode, 400);
     });
 
-    it('delivers a user.created event as a CloudEvents envelope with the stream\'s authorization', async () => {
+    it("delivers a user.created event as a CloudEvents envelope with the stream's authorization", async () => {
       receiver = await startWebhookReceiver();
-      const stream = await createStream({ name: 'deliver', subscriptions: [{ event_type: 'user.created' }, { event_type: 'user.deleted' }], destination: webhook(receiver.url) });
+      const stream = await createStream({
+        name: 'deliver',
+        subscriptions: [{ event_type: 'user.created' }, { event_type: 'user.deleted' }],
+        destination: webhook(receiver.url),
+      });
       const created = await createUser();
       assert.equal(created.statusCode, 201);
       const user = created.json();
@@ -136,7 +223,16 @@ for (const kind of databaseKinds()) {
       assert.equal(request!.headers.authorization, 'Bearer secret-bearer-token');
       assert.match(String(request!.headers['content-type']), /^application\/json/);
       const event = request!.json();
-      assert.deepEqual(Object.keys(event), ['id', 'source', 'specversion', 'type', 'time', 'data', 'a0tenant', 'a0stream']);
+      assert.deepEqual(Object.keys(event), [
+        'id',
+        'source',
+        'specversion',
+        'type',
+        'time',
+        'data',
+        'a0tenant',
+        'a0stream',
+      ]);
       assert.match(event.id, /^evt_[1-9A-HJ-NP-Za-km-z]{22}$/);
       assert.equal(event.source, `urn:svc:${server.domain}`);
       assert.equal(event.specversion, '1.0');
@@ -146,7 +242,10 @@ for (const kind of databaseKinds()) {
       assert.deepEqual(event.data.object, user);
       await waitForStatus(stream.id, event.id, 'delivered');
 
-      const removed = await server.request({ method: 'DELETE', url: `/api/v2/users/${encodeURIComponent(user.user_id)}` });
+      const removed = await server.request({
+        method: 'DELETE',
+        url: `/api/v2/users/${encodeURIComponent(user.user_id)}`,
+      });
       assert.equal(removed.statusCode, 204);
       const requests = await receiver.waitFor((r) => r.length >= 2);
       assert.equal(requests[1]!.json().type, 'user.deleted');
@@ -155,11 +254,25 @@ for (const kind of databaseKinds()) {
 
     it('sends basic and custom-header credentials', async () => {
       receiver = await startWebhookReceiver();
-      await createStream({ name: 'basic', subscriptions: [{ event_type: 'user.created' }], destination: webhook(receiver.url, { method: 'basic', username: 'admin', password: 'p4ss' }) });
-      await createStream({ name: 'custom', subscriptions: [{ event_type: 'user.created' }], destination: webhook(receiver.url, { method: 'custom_header', header_key: 'x-webhook-secret', header_value: 'v4lue' }) });
+      await createStream({
+        name: 'basic',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(receiver.url, { method: 'basic', username: 'admin', password: 'p4ss' }),
+      });
+      await createStream({
+        name: 'custom',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(receiver.url, {
+          method: 'custom_header',
+          header_key: 'x-webhook-secret',
+          header_value: 'v4lue',
+        }),
+      });
       await createUser();
       const requests = await receiver.waitFor((r) => r.length >= 2);
-      assert.ok(requests.some((r) => r.headers.authorization === `Basic ${Buffer.from('admin:p4ss').toString('base64')}`));
+      assert.ok(
+        requests.some((r) => r.headers.authorization === `Basic ${Buffer.from('admin:p4ss').toString('base64')}`),
+      );
       assert.ok(requests.some((r) => r.headers['x-webhook-secret'] === 'v4lue'));
       assert.equal(requests[0]!.json().id, requests[1]!.json().id, 'one event, one id, on every stream');
     });
@@ -167,7 +280,11 @@ for (const kind of databaseKinds()) {
     it('retries a 500 and records every attempt; the same event id is sent each time', async () => {
       receiver = await startWebhookReceiver();
       receiver.program([500, 503], 204);
-      const stream = await createStream({ name: 'retry', subscriptions: [{ event_type: 'user.created' }], destination: webhook(receiver.url) });
+      const stream = await createStream({
+        name: 'retry',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(receiver.url),
+      });
       await createUser();
       const requests = await receiver.waitFor((r) => r.length >= 3);
       const ids = new Set(requests.map((r) => r.json().id));
@@ -175,16 +292,25 @@ for (const kind of databaseKinds()) {
       const [eventId] = [...ids] as string[];
       await waitForStatus(stream.id, eventId!, 'delivered');
       const attempts = await attemptRows(stream.id, eventId!);
-      assert.deepEqual(attempts.map((a) => a.status), ['failed', 'failed', 'delivered']);
+      assert.deepEqual(
+        attempts.map((a) => a.status),
+        ['failed', 'failed', 'delivered'],
+      );
       assert.match(attempts[0]!.error_message!, /500/);
       assert.ok(requests[1]!.at - requests[0]!.at >= 45, 'waits the first retry delay');
-      assert.deepEqual((await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries` })).json(), { deliveries: [] });
+      assert.deepEqual((await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries` })).json(), {
+        deliveries: [],
+      });
     });
 
     it('gives up after four failed attempts and lists the delivery as failed', async () => {
       receiver = await startWebhookReceiver();
       receiver.program([], 502);
-      const stream = await createStream({ name: 'exhaust', subscriptions: [{ event_type: 'user.created' }], destination: webhook(receiver.url) });
+      const stream = await createStream({
+        name: 'exhaust',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(receiver.url),
+      });
       await createUser();
       const [first] = await receiver.waitFor((r) => r.length >= 1);
       const eventId = first!.json().id as string;
@@ -206,36 +332,75 @@ for (const kind of databaseKinds()) {
     it('fails a 4xx at once, logs it, and redelivers it on request with a retrying attempt', async () => {
       receiver = await startWebhookReceiver();
       receiver.program([400], 204);
-      const stream = await createStream({ name: 'reject', subscriptions: [{ event_type: 'user.created' }], destination: webhook(receiver.url) });
+      const stream = await createStream({
+        name: 'reject',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(receiver.url),
+      });
       await createUser();
       const [first] = await receiver.waitFor((r) => r.length >= 1);
       const eventId = first!.json().id as string;
       await waitForStatus(stream.id, eventId, 'failed');
       assert.equal(receiver.requests.length, 1, 'no retries after a 4xx');
 
-      const listed = (await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries?statuses=failed&event_types=user.created` })).json();
+      const listed = (
+        await server.request({
+          url: `/api/v2/event-streams/${stream.id}/deliveries?statuses=failed&event_types=user.created`,
+        })
+      ).json();
       assert.equal(listed.deliveries.length, 1);
-      assert.deepEqual(Object.keys(listed.deliveries[0]), ['id', 'event_stream_id', 'event_type', 'status', 'attempts', 'event']);
+      assert.deepEqual(Object.keys(listed.deliveries[0]), [
+        'id',
+        'event_stream_id',
+        'event_type',
+        'status',
+        'attempts',
+        'event',
+      ]);
       assert.equal(listed.deliveries[0].event.id, eventId);
-      assert.deepEqual((await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries?event_types=user.deleted` })).json(), { deliveries: [] });
+      assert.deepEqual(
+        (
+          await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries?event_types=user.deleted` })
+        ).json(),
+        { deliveries: [] },
+      );
       const future = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-      assert.equal((await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries?date_from=${future}` })).json().deliveries.length, 0);
-      assert.equal((await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries?date_to=${future}` })).json().deliveries.length, 1);
+      assert.equal(
+        (await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries?date_from=${future}` })).json()
+          .deliveries.length,
+        0,
+      );
+      assert.equal(
+        (await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries?date_to=${future}` })).json()
+          .deliveries.length,
+        1,
+      );
       const single = await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries/${eventId}` });
       assert.equal(single.statusCode, 200);
       assert.deepEqual(single.json(), listed.deliveries[0]);
-      const unknown = await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries/evt_1111111111111111111111` });
+      const unknown = await server.request({
+        url: `/api/v2/event-streams/${stream.id}/deliveries/evt_1111111111111111111111`,
+      });
       assert.equal(unknown.statusCode, 404);
       assert.equal(unknown.json().message, 'The event does not exist.');
 
-      const again = await server.request({ method: 'POST', url: `/api/v2/event-streams/${stream.id}/redeliver/${eventId}` });
+      const again = await server.request({
+        method: 'POST',
+        url: `/api/v2/event-streams/${stream.id}/redeliver/${eventId}`,
+      });
       assert.equal(again.statusCode, 202);
       assert.deepEqual(again.json(), {});
       const requests = await receiver.waitFor((r) => r.length >= 2);
       assert.equal(requests[1]!.json().id, eventId);
       await waitForStatus(stream.id, eventId, 'delivered');
-      assert.deepEqual((await attemptRows(stream.id, eventId)).map((a) => a.status), ['failed', 'retrying', 'delivered']);
-      const twice = await server.request({ method: 'POST', url: `/api/v2/event-streams/${stream.id}/redeliver/${eventId}` });
+      assert.deepEqual(
+        (await attemptRows(stream.id, eventId)).map((a) => a.status),
+        ['failed', 'retrying', 'delivered'],
+      );
+      const twice = await server.request({
+        method: 'POST',
+        url: `/api/v2/event-streams/${stream.id}/redeliver/${eventId}`,
+      });
       assert.equal(twice.statusCode, 409);
       assert.equal(twice.json().message, 'The event is not in a state that allows redelivery.');
     });
@@ -243,30 +408,53 @@ for (const kind of databaseKinds()) {
     it('redelivers every failed delivery matching a filter', async () => {
       receiver = await startWebhookReceiver();
       receiver.program([400, 400], 204);
-      const stream = await createStream({ name: 'bulk', subscriptions: [{ event_type: 'user.created' }], destination: webhook(receiver.url) });
+      const stream = await createStream({
+        name: 'bulk',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(receiver.url),
+      });
       await createUser();
       await createUser();
       await receiver.waitFor((r) => r.length >= 2);
       const ids = receiver.requests.map((r) => r.json().id as string);
       for (const id of ids) await waitForStatus(stream.id, id, 'failed');
       const filter = { statuses: ['failed'], event_types: ['user.created'], date_from: '2020-01-01T00:00:00Z' };
-      const response = await server.request({ method: 'POST', url: `/api/v2/event-streams/${stream.id}/redeliver`, payload: filter });
+      const response = await server.request({
+        method: 'POST',
+        url: `/api/v2/event-streams/${stream.id}/redeliver`,
+        payload: filter,
+      });
       assert.equal(response.statusCode, 202);
       assert.deepEqual(response.json(), filter);
       await receiver.waitFor((r) => r.length >= 4);
       for (const id of ids) {
         await waitForStatus(stream.id, id, 'delivered');
-        assert.deepEqual((await attemptRows(stream.id, id)).map((a) => a.status), ['failed', 'retrying', 'delivered']);
+        assert.deepEqual(
+          (await attemptRows(stream.id, id)).map((a) => a.status),
+          ['failed', 'retrying', 'delivered'],
+        );
       }
-      const empty = await server.request({ method: 'POST', url: `/api/v2/event-streams/${stream.id}/redeliver`, payload: {} });
+      const empty = await server.request({
+        method: 'POST',
+        url: `/api/v2/event-streams/${stream.id}/redeliver`,
+        payload: {},
+      });
       assert.equal(empty.statusCode, 202);
       assert.deepEqual(empty.json(), {});
     });
 
     it('sends test events: 202 with a pending delivery record, then delivered', async () => {
       receiver = await startWebhookReceiver();
-      const stream = await createStream({ name: 'tests', subscriptions: [{ event_type: 'user.created' }], destination: webhook(receiver.url) });
-      const response = await server.request({ method: 'POST', url: `/api/v2/event-streams/${stream.id}/test`, payload: { event_type: 'user.updated' } });
+      const stream = await createStream({
+        name: 'tests',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(receiver.url),
+      });
+      const response = await server.request({
+        method: 'POST',
+        url: `/api/v2/event-streams/${stream.id}/test`,
+        payload: { event_type: 'user.updated' },
+      });
       assert.equal(response.statusCode, 202, response.body);
       const body = response.json();
       assert.equal(body.id, body.event.id);
@@ -279,7 +467,11 @@ for (const kind of databaseKinds()) {
       const [request] = await receiver.waitFor((r) => r.length >= 1);
       assert.deepEqual(request!.json(), body.event);
 
-      const custom = await server.request({ method: 'POST', url: `/api/v2/event-streams/${stream.id}/test`, payload: { event_type: 'user.created', data: { object: { hello: 'world' } } } });
+      const custom = await server.request({
+        method: 'POST',
+        url: `/api/v2/event-streams/${stream.id}/test`,
+        payload: { event_type: 'user.created', data: { object: { hello: 'world' } } },
+      });
       assert.equal(custom.statusCode, 202);
       const requests = await receiver.waitFor((r) => r.length >= 2);
       assert.deepEqual(requests[1]!.json().data, { object: { hello: 'world' } });
@@ -287,41 +479,90 @@ for (const kind of databaseKinds()) {
 
     it('PATCH /users/{id} emits user.updated with the changed user', async () => {
       receiver = await startWebhookReceiver();
-      await createStream({ name: 'updates', subscriptions: [{ event_type: 'user.updated' }], destination: webhook(receiver.url) });
+      await createStream({
+        name: 'updates',
+        subscriptions: [{ event_type: 'user.updated' }],
+        destination: webhook(receiver.url),
+      });
       const user = (await createUser()).json();
-      const patched = await server.request({ method: 'PATCH', url: `/api/v2/users/${encodeURIComponent(user.user_id)}`, payload: { given_name: 'Changed', user_metadata: { a: 1 } } });
+      const patched = await server.request({
+        method: 'PATCH',
+        url: `/api/v2/users/${encodeURIComponent(user.user_id)}`,
+        payload: { given_name: 'Changed', user_metadata: { a: 1 } },
+      });
       assert.equal(patched.statusCode, 200, patched.body);
       assert.equal(patched.json().given_name, 'Changed');
       const [request] = await receiver.waitFor((r) => r.length >= 1);
       assert.equal(request!.json().type, 'user.updated');
       assert.deepEqual(request!.json().data.object, patched.json());
       const { token } = await server.clientWithScopes(['read:users']);
-      assert.equal((await server.request({ method: 'PATCH', url: `/api/v2/users/${encodeURIComponent(user.user_id)}`, token, payload: { given_name: 'x' } })).statusCode, 403);
+      assert.equal(
+        (
+          await server.request({
+            method: 'PATCH',
+            url: `/api/v2/users/${encodeURIComponent(user.user_id)}`,
+            token,
+            payload: { given_name: 'x' },
+          })
+        ).statusCode,
+        403,
+      );
     });
 
-    it('claims a delivery again once a crashed worker\'s lease has expired', async () => {
+    it("claims a delivery again once a crashed worker's lease has expired", async () => {
       receiver = await startWebhookReceiver();
-      const stream = await createStream({ name: 'lease', subscriptions: [{ event_type: 'user.created' }], destination: webhook(receiver.url) });
+      const stream = await createStream({
+        name: 'lease',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(receiver.url),
+      });
       const db = server.services.database.db;
       // A lease far in the future, as a worker that claimed the delivery and died would leave.
       await server.services.database.db.transaction().execute(async (trx) => {
-        await server.services.eventStreams.record(trx, [{ tenantId: server.tenant.id, type: 'user.created', data: { object: { user_id: 'svc|lease' } } }]);
-        await trx.updateTable('deliveries').set({ claimed_until: new Date(Date.now() + 300).toISOString() }).where('stream_id', '=', stream.id).execute();
+        await server.services.eventStreams.record(trx, [
+          { tenantId: server.tenant.id, type: 'user.created', data: { object: { user_id: 'svc|lease' } } },
+        ]);
+        await trx
+          .updateTable('deliveries')
+          .set({ claimed_until: new Date(Date.now() + 300).toISOString() })
+          .where('stream_id', '=', stream.id)
+          .execute();
       });
       await new Promise((r) => setTimeout(r, 150));
       assert.equal(receiver.requests.length, 0, 'not sent while the lease runs');
       const [request] = await receiver.waitFor((r) => r.length >= 1);
       assert.equal(request!.json().data.object.user_id, 'svc|lease');
-      const row = await db.selectFrom('deliveries').selectAll().where('stream_id', '=', stream.id).executeTakeFirstOrThrow();
+      const row = await db
+        .selectFrom('deliveries')
+        .selectAll()
+        .where('stream_id', '=', stream.id)
+        .executeTakeFirstOrThrow();
       await waitForStatus(stream.id, row.event_id, 'delivered');
     });
 
-    it('records an event for every imported user, in the import batch\'s transaction, for the subscribed enabled streams only', async () => {
+    it("records an event for every imported user, in the import batch's transaction, for the subscribed enabled streams only", async () => {
       receiver = await startWebhookReceiver();
-      const created = await createStream({ name: 'import-created', subscriptions: [{ event_type: 'user.created' }, { event_type: 'user.created' }], destination: webhook(receiver.url) });
-      const both = await createStream({ name: 'import-both', subscriptions: [{ event_type: 'user.deleted' }, { event_type: 'user.created' }], destination: webhook(`${receiver.url}/both`) });
-      await createStream({ name: 'import-deleted', subscriptions: [{ event_type: 'user.deleted' }], destination: webhook(`${receiver.url}/deleted`) });
-      await createStream({ name: 'import-disabled', status: 'disabled', subscriptions: [{ event_type: 'user.created' }], destination: webhook(`${receiver.url}/disabled`) });
+      const created = await createStream({
+        name: 'import-created',
+        subscriptions: [{ event_type: 'user.created' }, { event_type: 'user.created' }],
+        destination: webhook(receiver.url),
+      });
+      const both = await createStream({
+        name: 'import-both',
+        subscriptions: [{ event_type: 'user.deleted' }, { event_type: 'user.created' }],
+        destination: webhook(`${receiver.url}/both`),
+      });
+      await createStream({
+        name: 'import-deleted',
+        subscriptions: [{ event_type: 'user.deleted' }],
+        destination: webhook(`${receiver.url}/deleted`),
+      });
+      await createStream({
+        name: 'import-disabled',
+        status: 'disabled',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(`${receiver.url}/disabled`),
+      });
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-import-'));
       const file = path.join(dir, 'users.ndjson');
       const count = 25;
@@ -347,19 +588,61 @@ for (const kind of databaseKinds()) {
         assert.equal(new Set(events.map((e) => e.id)).size, count, 'one event per user');
       }
       // The same event goes to both streams.
-      assert.deepEqual(byStream(created.id).map((e) => e.id).sort(), byStream(both.id).map((e) => e.id).sort());
+      assert.deepEqual(
+        byStream(created.id)
+          .map((e) => e.id)
+          .sort(),
+        byStream(both.id)
+          .map((e) => e.id)
+          .sort(),
+      );
       assert.equal(requests.filter((r) => r.url?.endsWith('/both')).length, count);
     });
 
     it('writes no event for a change that rolls back (duplicate user → 409)', async () => {
       receiver = await startWebhookReceiver();
-      await createStream({ name: 'rollback', subscriptions: [{ event_type: 'user.created' }], destination: webhook(receiver.url) });
+      await createStream({
+        name: 'rollback',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(receiver.url),
+      });
       const email = `dup-${Date.now()}@example.com`;
-      assert.equal((await server.request({ method: 'POST', url: '/api/v2/users', payload: { connection: 'Username-Password-Authentication', password: 'correct horse battery', email, user_id: 'dupdupdup' } })).statusCode, 201);
+      assert.equal(
+        (
+          await server.request({
+            method: 'POST',
+            url: '/api/v2/users',
+            payload: {
+              connection: 'Username-Password-Authentication',
+              password: 'correct horse battery',
+              email,
+              user_id: 'dupdupdup',
+            },
+          })
+        ).statusCode,
+        201,
+      );
       await receiver.waitFor((r) => r.length >= 1);
-      const count = async () => Number((await server.services.database.db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+      const count = async () =>
+        Number(
+          (
+            await server.services.database.db
+              .selectFrom('events')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
       const before = await count();
-      const dup = await server.request({ method: 'POST', url: '/api/v2/users', payload: { connection: 'Username-Password-Authentication', password: 'correct horse battery', email, user_id: 'dupdupdup' } });
+      const dup = await server.request({
+        method: 'POST',
+        url: '/api/v2/users',
+        payload: {
+          connection: 'Username-Password-Authentication',
+          password: 'correct horse battery',
+          email,
+          user_id: 'dupdupdup',
+        },
+      });
       assert.equal(dup.statusCode, 409);
       assert.equal(await count(), before);
     });

@@ -14,7 +14,8 @@ const DELIVERY_ENV = {
 };
 
 /** The SDK models only the response shape of webhook_authorization; the original accepts the secret on writes. */
-const bearer = (token: string) => ({ method: 'bearer', token }) as unknown as Management.EventStreamWebhookAuthorizationResponse;
+const bearer = (token: string) =>
+  ({ method: 'bearer', token }) as unknown as Management.EventStreamWebhookAuthorizationResponse;
 
 // Every event-stream operation of the official SDK (auth0 v7.1.0), over HTTPS, as a customer calls them:
 // the paths, query parameters and bodies are the SDK's own, and the answers must fit its declared types.
@@ -38,15 +39,23 @@ for (const kind of databaseKinds()) {
       configuration: { webhook_endpoint: receiver.url, webhook_authorization: bearer(token) },
     });
     const deliveryStatus = async (streamId: string, eventId: string) =>
-      (await https.server.services.database.db
-        .selectFrom('deliveries').select('status').where('stream_id', '=', streamId).where('event_id', '=', eventId).executeTakeFirst())?.status;
+      (
+        await https.server.services.database.db
+          .selectFrom('deliveries')
+          .select('status')
+          .where('stream_id', '=', streamId)
+          .where('event_id', '=', eventId)
+          .executeTakeFirst()
+      )?.status;
 
     it('create, get, list (paged), update and delete', async () => {
-      const { data: created, rawResponse: createdResponse } = await client.eventStreams.create({
-        name: 'sdk-stream',
-        subscriptions: [{ event_type: 'user.created' }],
-        destination: webhook(),
-      }).withRawResponse();
+      const { data: created, rawResponse: createdResponse } = await client.eventStreams
+        .create({
+          name: 'sdk-stream',
+          subscriptions: [{ event_type: 'user.created' }],
+          destination: webhook(),
+        })
+        .withRawResponse();
       assert.equal(createdResponse.status, 201);
       assert.match(created.id ?? '', /^est_[1-9A-HJ-NP-Za-km-z]{22}$/);
       assert.equal(created.name, 'sdk-stream');
@@ -69,12 +78,19 @@ for (const kind of databaseKinds()) {
           type: 'webhook',
           configuration: {
             webhook_endpoint: receiver.url,
-            webhook_authorization: { method: 'basic', username: 'admin', password: 'sdk-password' } as unknown as Management.EventStreamWebhookBasicAuth,
+            webhook_authorization: {
+              method: 'basic',
+              username: 'admin',
+              password: 'sdk-password',
+            } as unknown as Management.EventStreamWebhookBasicAuth,
           },
         },
       });
       assert.equal(second.status, 'disabled');
-      assert.deepEqual(second.destination?.configuration, { webhook_endpoint: receiver.url, webhook_authorization: { method: 'basic', username: 'admin' } });
+      assert.deepEqual(second.destination?.configuration, {
+        webhook_endpoint: receiver.url,
+        webhook_authorization: { method: 'basic', username: 'admin' },
+      });
 
       // One stream a page: the SDK follows `next` through the `from` parameter.
       const page = await client.eventStreams.list({ take: 1 });
@@ -87,22 +103,38 @@ for (const kind of databaseKinds()) {
       assert.equal(all.hasNextPage(), false);
       assert.equal(all.data.length, 2);
 
-      const updated = await client.eventStreams.update(created.id!, { name: 'sdk-renamed', subscriptions: [{ event_type: 'user.updated' }], status: 'disabled' });
+      const updated = await client.eventStreams.update(created.id!, {
+        name: 'sdk-renamed',
+        subscriptions: [{ event_type: 'user.updated' }],
+        status: 'disabled',
+      });
       assert.equal(updated.name, 'sdk-renamed');
       assert.deepEqual(updated.subscriptions, [{ event_type: 'user.updated' }]);
       assert.equal(updated.status, 'disabled');
       assert.equal(updated.created_at, created.created_at);
       assert.ok(updated.updated_at! > created.updated_at!);
       // A destination resent without its secret keeps the stored one (Terraform resends it whole, the SDK may not).
-      const moved = await client.eventStreams.update(created.id!, { destination: { type: 'webhook', configuration: { webhook_endpoint: `${receiver.url}/moved`, webhook_authorization: { method: 'bearer' } } } });
-      assert.equal((moved.destination as Management.EventStreamWebhookDestination).configuration.webhook_endpoint, `${receiver.url}/moved`);
+      const moved = await client.eventStreams.update(created.id!, {
+        destination: {
+          type: 'webhook',
+          configuration: { webhook_endpoint: `${receiver.url}/moved`, webhook_authorization: { method: 'bearer' } },
+        },
+      });
+      assert.equal(
+        (moved.destination as Management.EventStreamWebhookDestination).configuration.webhook_endpoint,
+        `${receiver.url}/moved`,
+      );
 
       assert.equal((await client.eventStreams.delete(second.id!).withRawResponse()).rawResponse.status, 204);
       await client.eventStreams.delete(created.id!);
       await assert.rejects(client.eventStreams.get(created.id!), (error: unknown) => {
         assert.ok(error instanceof Management.NotFoundError, String(error));
         assert.equal(error.statusCode, 404);
-        assert.deepEqual(error.body, { statusCode: 404, error: 'Not Found', message: 'The requested stream does not exist.' });
+        assert.deepEqual(error.body, {
+          statusCode: 404,
+          error: 'Not Found',
+          message: 'The requested stream does not exist.',
+        });
         return true;
       });
       assert.deepEqual((await client.eventStreams.list()).data, []);
@@ -110,7 +142,13 @@ for (const kind of databaseKinds()) {
 
     it('refuses bad input through the SDK error classes, changing nothing', async () => {
       await assert.rejects(
-        client.eventStreams.create({ name: 'x', destination: { type: 'webhook', configuration: { webhook_endpoint: 'not a url', webhook_authorization: bearer('t') } } }),
+        client.eventStreams.create({
+          name: 'x',
+          destination: {
+            type: 'webhook',
+            configuration: { webhook_endpoint: 'not a url', webhook_authorization: bearer('t') },
+          },
+        }),
         (error: unknown) => {
           assert.ok(error instanceof Management.BadRequestError, String(error));
           assert.equal((error.body as { errorCode?: string }).errorCode, 'invalid_body');
@@ -128,12 +166,19 @@ for (const kind of databaseKinds()) {
     });
 
     it('refuses to move a stream to another origin without its secret, through the SDK error classes', async () => {
-      const stream = await client.eventStreams.create({ name: 'sdk-origin', subscriptions: [{ event_type: 'user.created' }], destination: webhook() });
+      const stream = await client.eventStreams.create({
+        name: 'sdk-origin',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(),
+      });
       try {
         const elsewhere = receiver.url.replace('127.0.0.1', 'localhost');
         await assert.rejects(
           client.eventStreams.update(stream.id!, {
-            destination: { type: 'webhook', configuration: { webhook_endpoint: elsewhere, webhook_authorization: { method: 'bearer' } } },
+            destination: {
+              type: 'webhook',
+              configuration: { webhook_endpoint: elsewhere, webhook_authorization: { method: 'bearer' } },
+            },
           }),
           (error: unknown) => {
             assert.ok(error instanceof Management.BadRequestError, String(error));
@@ -151,9 +196,15 @@ for (const kind of databaseKinds()) {
     });
 
     it('test sends a test event and answers the declared delivery record', async () => {
-      const stream = await client.eventStreams.create({ name: 'sdk-test', subscriptions: [{ event_type: 'user.created' }], destination: webhook() });
+      const stream = await client.eventStreams.create({
+        name: 'sdk-test',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(),
+      });
       const before = receiver.requests.length;
-      const { data: delivery, rawResponse } = await client.eventStreams.test(stream.id!, { event_type: 'user.created', data: { object: { user_id: 'svc|sdk-test' } } }).withRawResponse();
+      const { data: delivery, rawResponse } = await client.eventStreams
+        .test(stream.id!, { event_type: 'user.created', data: { object: { user_id: 'svc|sdk-test' } } })
+        .withRawResponse();
       assert.equal(rawResponse.status, 202);
       assert.equal(delivery.event_stream_id, stream.id);
       assert.equal(delivery.event_type, 'user.created');
@@ -171,20 +222,39 @@ for (const kind of databaseKinds()) {
     });
 
     it('deliveries.list / getHistory and redeliveries.create / createById', async () => {
-      const stream = await client.eventStreams.create({ name: 'sdk-deliveries', subscriptions: [{ event_type: 'user.created' }], destination: webhook() });
+      const stream = await client.eventStreams.create({
+        name: 'sdk-deliveries',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(),
+      });
       // The endpoint refuses the next three events (a 4xx fails at once), then accepts everything.
       receiver.program([400, 400, 400], 204);
       const before = receiver.requests.length;
       const users = [];
       for (let i = 0; i < 3; i++) {
-        users.push(await client.users.create({ connection: 'Username-Password-Authentication', email: `sdk-delivery-${i}@example.com`, password: 'correct horse battery' }));
+        users.push(
+          await client.users.create({
+            connection: 'Username-Password-Authentication',
+            email: `sdk-delivery-${i}@example.com`,
+            password: 'correct horse battery',
+          }),
+        );
       }
       const refused = await receiver.waitFor((r) => r.length >= before + 3);
       const eventIds = refused.slice(before).map((r) => r.json().id as string);
-      for (const id of eventIds) await waitUntil(async () => (await deliveryStatus(stream.id!, id)) === 'failed', 10_000, () => `${id} failed`);
+      for (const id of eventIds)
+        await waitUntil(
+          async () => (await deliveryStatus(stream.id!, id)) === 'failed',
+          10_000,
+          () => `${id} failed`,
+        );
 
       // Two a page, with the SDK's comma-separated filters; it follows `next` through `from`.
-      const page = await client.eventStreams.deliveries.list(stream.id!, { statuses: 'failed', event_types: 'user.created,user.deleted', take: 2 });
+      const page = await client.eventStreams.deliveries.list(stream.id!, {
+        statuses: 'failed',
+        event_types: 'user.created,user.deleted',
+        take: 2,
+      });
       assert.equal(page.data.length, 2);
       assert.equal(page.hasNextPage(), true);
       const listed: Management.EventStreamDelivery[] = [];
@@ -200,7 +270,9 @@ for (const kind of databaseKinds()) {
         assert.equal(typeof delivery.attempts[0]!.timestamp, 'string');
         assert.equal(typeof delivery.attempts[0]!.duration, 'number');
         assert.equal(delivery.event?.id, delivery.id);
-        assert.ok(users.some((u) => u.user_id === (delivery.event?.data as { object: { user_id: string } }).object.user_id));
+        assert.ok(
+          users.some((u) => u.user_id === (delivery.event?.data as { object: { user_id: string } }).object.user_id),
+        );
       }
       const future = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
       assert.deepEqual((await client.eventStreams.deliveries.list(stream.id!, { date_from: future })).data, []);
@@ -208,39 +280,64 @@ for (const kind of databaseKinds()) {
 
       const [first, ...rest] = eventIds as [string, ...string[]];
       const history = await client.eventStreams.deliveries.getHistory(stream.id!, first);
-      assert.deepEqual(history, listed.find((d) => d.id === first));
-      await assert.rejects(client.eventStreams.deliveries.getHistory(stream.id!, 'evt_1111111111111111111111'), (error: unknown) => {
-        assert.ok(error instanceof Management.NotFoundError, String(error));
-        assert.equal((error.body as { message: string }).message, 'The event does not exist.');
-        return true;
-      });
+      assert.deepEqual(
+        history,
+        listed.find((d) => d.id === first),
+      );
+      await assert.rejects(
+        client.eventStreams.deliveries.getHistory(stream.id!, 'evt_1111111111111111111111'),
+        (error: unknown) => {
+          assert.ok(error instanceof Management.NotFoundError, String(error));
+          assert.equal((error.body as { message: string }).message, 'The event does not exist.');
+          return true;
+        },
+      );
 
       // One event by id: no body, and the SDK declares no answer.
       const byId = await client.eventStreams.redeliveries.createById(stream.id!, first).withRawResponse();
       assert.equal(byId.rawResponse.status, 202);
       assert.equal(byId.data, undefined);
-      await waitUntil(async () => (await deliveryStatus(stream.id!, first)) === 'delivered', 10_000, () => `${first} redelivered`);
+      await waitUntil(
+        async () => (await deliveryStatus(stream.id!, first)) === 'delivered',
+        10_000,
+        () => `${first} redelivered`,
+      );
       await assert.rejects(client.eventStreams.redeliveries.createById(stream.id!, first), (error: unknown) => {
         assert.ok(error instanceof Management.ConflictError, String(error));
-        assert.equal((error.body as { message: string }).message, 'The event is not in a state that allows redelivery.');
+        assert.equal(
+          (error.body as { message: string }).message,
+          'The event is not in a state that allows redelivery.',
+        );
         return true;
       });
 
       // The rest by filter: the answer echoes the filter.
-      const filter = { date_from: '2020-01-01T00:00:00Z', statuses: ['failed' as const], event_types: ['user.created' as const] };
+      const filter = {
+        date_from: '2020-01-01T00:00:00Z',
+        statuses: ['failed' as const],
+        event_types: ['user.created' as const],
+      };
       const redelivery = await client.eventStreams.redeliveries.create(stream.id!, filter).withRawResponse();
       assert.equal(redelivery.rawResponse.status, 202);
       assert.deepEqual(redelivery.data, filter);
-      for (const id of rest) await waitUntil(async () => (await deliveryStatus(stream.id!, id)) === 'delivered', 10_000, () => `${id} redelivered`);
+      for (const id of rest)
+        await waitUntil(
+          async () => (await deliveryStatus(stream.id!, id)) === 'delivered',
+          10_000,
+          () => `${id} redelivered`,
+        );
       const resent = receiver.requests.slice(before + 3).map((r) => r.json().id as string);
       assert.deepEqual([...resent].sort(), [...eventIds].sort(), 'each refused event was sent once more');
       assert.deepEqual((await client.eventStreams.deliveries.list(stream.id!)).data, []);
       assert.deepEqual(await client.eventStreams.redeliveries.create(stream.id!), {});
 
-      await assert.rejects(client.eventStreams.redeliveries.create('est_1111111111111111111111', {}), (error: unknown) => {
-        assert.ok(error instanceof Management.NotFoundError, String(error));
-        return true;
-      });
+      await assert.rejects(
+        client.eventStreams.redeliveries.create('est_1111111111111111111111', {}),
+        (error: unknown) => {
+          assert.ok(error instanceof Management.NotFoundError, String(error));
+          return true;
+        },
+      );
       await client.eventStreams.delete(stream.id!);
     });
   });

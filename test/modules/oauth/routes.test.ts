@@ -4,7 +4,8 @@ import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { databaseKinds } from '../../helpers/databases.ts';
 import { ADMIN_ID, ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
 
-const decode = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+const decode = (jwt: string) =>
+  JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
 
 for (const kind of databaseKinds()) {
   describe(`POST /oauth/token and JWKS (${kind})`, () => {
@@ -19,7 +20,12 @@ for (const kind of databaseKinds()) {
 
     it('grants a client-credentials token from a form body with the claims of the original', async () => {
       const response = await token(
-        new URLSearchParams({ grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience: `https://${server.domain}/api/v2/` }).toString(),
+        new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: ADMIN_ID,
+          client_secret: ADMIN_SECRET,
+          audience: `https://${server.domain}/api/v2/`,
+        }).toString(),
         { 'content-type': 'application/x-www-form-urlencoded' },
       );
       assert.equal(response.statusCode, 200, response.body);
@@ -44,7 +50,11 @@ for (const kind of databaseKinds()) {
     it('accepts JSON bodies and HTTP Basic credentials, and narrows to a requested scope', async () => {
       const basic = Buffer.from(`${ADMIN_ID}:${ADMIN_SECRET}`).toString('base64');
       const response = await token(
-        { grant_type: 'client_credentials', audience: `https://${server.domain}/api/v2/`, scope: 'read:users not:granted' },
+        {
+          grant_type: 'client_credentials',
+          audience: `https://${server.domain}/api/v2/`,
+          scope: 'read:users not:granted',
+        },
         { authorization: `Basic ${basic}` },
       );
       assert.equal(response.statusCode, 200, response.body);
@@ -53,7 +63,11 @@ for (const kind of databaseKinds()) {
     });
 
     it('publishes the public keys and every token verifies against them', async () => {
-      const jwks = await server.app.inject({ method: 'GET', url: '/.well-known/jwks.json', headers: { host: server.domain } });
+      const jwks = await server.app.inject({
+        method: 'GET',
+        url: '/.well-known/jwks.json',
+        headers: { host: server.domain },
+      });
       assert.equal(jwks.statusCode, 200);
       const keys = jwks.json().keys as Array<Record<string, unknown>>;
       assert.equal(keys.length, 1);
@@ -74,26 +88,63 @@ for (const kind of databaseKinds()) {
       const newKid = await server.services.signingKeys.rotate(server.tenant.id);
       const newToken = await server.tokenFor(server.domain, ADMIN_ID, ADMIN_SECRET);
       assert.equal(decodeProtectedHeader(newToken).kid, newKid);
-      const jwks = (await server.app.inject({ url: '/.well-known/jwks.json', headers: { host: server.domain } })).json();
+      const jwks = (
+        await server.app.inject({ url: '/.well-known/jwks.json', headers: { host: server.domain } })
+      ).json();
       assert.deepEqual(new Set(jwks.keys.map((k: { kid: string }) => k.kid)), new Set([oldKid, newKid]));
-      assert.equal((await server.request({ url: '/api/v2/users-by-email?email=a@b.c', token: oldToken })).statusCode, 200);
+      assert.equal(
+        (await server.request({ url: '/api/v2/users-by-email?email=a@b.c', token: oldToken })).statusCode,
+        200,
+      );
       assert.equal(await server.services.signingKeys.revoke(server.tenant.id, oldKid), true);
       const refused = await server.request({ url: '/api/v2/users-by-email?email=a@b.c', token: oldToken });
       assert.equal(refused.statusCode, 401);
-      assert.equal((await server.request({ url: '/api/v2/users-by-email?email=a@b.c', token: newToken })).statusCode, 200);
+      assert.equal(
+        (await server.request({ url: '/api/v2/users-by-email?email=a@b.c', token: newToken })).statusCode,
+        200,
+      );
       server.adminToken = newToken;
     });
 
     it('answers OAuth-shaped errors', async () => {
       const audience = `https://${server.domain}/api/v2/`;
       const cases: Array<[Record<string, unknown>, number, Record<string, string>]> = [
-        [{ grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: 'wrong', audience }, 401, { error: 'access_denied', error_description: 'Unauthorized' }],
-        [{ grant_type: 'client_credentials', client_id: 'nobody', client_secret: ADMIN_SECRET, audience }, 401, { error: 'access_denied', error_description: 'Unauthorized' }],
-        [{ grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience: 'https://elsewhere/api/v2/' }, 403, { error: 'access_denied', error_description: 'Service not enabled within domain: https://elsewhere/api/v2/' }],
-        [{ grant_type: 'password', client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience }, 400, { error: 'unsupported_grant_type', error_description: 'Unsupported grant type: password' }],
-        [{ client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience }, 400, { error: 'invalid_request', error_description: 'Missing required parameter: grant_type' }],
+        [
+          { grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: 'wrong', audience },
+          401,
+          { error: 'access_denied', error_description: 'Unauthorized' },
+        ],
+        [
+          { grant_type: 'client_credentials', client_id: 'nobody', client_secret: ADMIN_SECRET, audience },
+          401,
+          { error: 'access_denied', error_description: 'Unauthorized' },
+        ],
+        [
+          {
+            grant_type: 'client_credentials',
+            client_id: ADMIN_ID,
+            client_secret: ADMIN_SECRET,
+            audience: 'https://elsewhere/api/v2/',
+          },
+          403,
+          { error: 'access_denied', error_description: 'Service not enabled within domain: https://elsewhere/api/v2/' },
+        ],
+        [
+          { grant_type: 'password', client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience },
+          400,
+          { error: 'unsupported_grant_type', error_description: 'Unsupported grant type: password' },
+        ],
+        [
+          { client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience },
+          400,
+          { error: 'invalid_request', error_description: 'Missing required parameter: grant_type' },
+        ],
         // PostgreSQL refuses NUL in a query: it must still be an unknown client, not a 500.
-        [{ grant_type: 'client_credentials', client_id: 'a\u0000b', client_secret: ADMIN_SECRET, audience }, 401, { error: 'access_denied', error_description: 'Unauthorized' }],
+        [
+          { grant_type: 'client_credentials', client_id: 'a\u0000b', client_secret: ADMIN_SECRET, audience },
+          401,
+          { error: 'access_denied', error_description: 'Unauthorized' },
+        ],
       ];
       for (const [payload, status, body] of cases) {
         const response = await token(payload);
@@ -103,7 +154,11 @@ for (const kind of databaseKinds()) {
     });
 
     it('stores client secrets only as hashes', async () => {
-      const row = await server.services.database.db.selectFrom('clients').selectAll().where('client_id', '=', ADMIN_ID).executeTakeFirstOrThrow();
+      const row = await server.services.database.db
+        .selectFrom('clients')
+        .selectAll()
+        .where('client_id', '=', ADMIN_ID)
+        .executeTakeFirstOrThrow();
       assert.notEqual(row.secret_hash, ADMIN_SECRET);
       assert.ok(!row.secret_hash.includes(ADMIN_SECRET));
       assert.match(row.secret_hash, /^[0-9a-f]{64}$/);

@@ -43,8 +43,16 @@ describe('segment evaluation (pure)', () => {
       [{ not_match: { country: { exists: false } } }, {}, false], // ...except exists: false, which holds
       [{ not_match: { country: { exists: false } } }, { country: 'DE' }, true],
       [{ match: { country: { exists: false } } }, { region: 'CA' }, true],
-      [{ match: { domain: { ends_with: ['example.com'] } }, not_match: { country: ['US'] } }, { domain: 'a.example.com', country: 'DE' }, true],
-      [{ match: { domain: { ends_with: ['example.com'] } }, not_match: { country: ['US'] } }, { domain: 'a.example.com', country: 'US' }, false],
+      [
+        { match: { domain: { ends_with: ['example.com'] } }, not_match: { country: ['US'] } },
+        { domain: 'a.example.com', country: 'DE' },
+        true,
+      ],
+      [
+        { match: { domain: { ends_with: ['example.com'] } }, not_match: { country: ['US'] } },
+        { domain: 'a.example.com', country: 'US' },
+        false,
+      ],
       [{ match: { domain: { ends_with: ['example.com'] } }, not_match: { country: ['US'] } }, { country: 'DE' }, false],
     ];
     for (const [rule, context, expected] of table) {
@@ -61,6 +69,9 @@ describe('segment evaluation (pure)', () => {
     assert.deepEqual(evaluateSegment(rules, { country: 'US', browser: 'Chrome' }), { matches: true, rule_index: 0 });
     assert.deepEqual(evaluateSegment(rules, { country: 'DE', browser: 'Chrome' }), { matches: true, rule_index: 1 });
     assert.deepEqual(evaluateSegment(rules, { country: 'DE' }), { matches: true, rule_index: 2 });
-    assert.deepEqual(evaluateSegment(rules, { country: 'DE', platform: 'Linux' }), { matches: false, rule_index: null });
+    assert.deepEqual(evaluateSegment(rules, { country: 'DE', platform: 'Linux' }), {
+      matches: false,
+      rule_index: null,
+    });
   });
 });

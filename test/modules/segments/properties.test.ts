@@ -10,7 +10,8 @@ const TEXT = /^(?!.*\x00)\S(.*\S)?$/u;
 const codePoints = (s: string) => [...s].length;
 
 const text = (min: number, max: number) =>
-  fc.string({ unit: 'grapheme', minLength: min, maxLength: Math.min(max, 40) })
+  fc
+    .string({ unit: 'grapheme', minLength: min, maxLength: Math.min(max, 40) })
     .filter((s) => TEXT.test(s) && codePoints(s) >= min && codePoints(s) <= max);
 
 // Any code point (NUL, line breaks, astral) in rule strings: they are stored as JSON and must come back unchanged.
@@ -24,7 +25,9 @@ const expression = fc.oneof(
 );
 const conditions = fc
   .uniqueArray(fc.constantFrom(...CRITERIA_KEYS), { minLength: 1, maxLength: 10 })
-  .chain((keys) => fc.tuple(...keys.map(() => expression)).map((values) => Object.fromEntries(keys.map((k, i) => [k, values[i]]))));
+  .chain((keys) =>
+    fc.tuple(...keys.map(() => expression)).map((values) => Object.fromEntries(keys.map((k, i) => [k, values[i]]))),
+  );
 const rule = fc
   .record({ match: conditions, not_match: conditions }, { requiredKeys: [], noNullPrototype: true })
   .filter((r) => Object.keys(r).length > 0);
@@ -37,34 +40,202 @@ type Body = Record<string, unknown> & { rules: Array<Record<string, Record<strin
 
 /** One way to break a valid body, and the property the refusal must name. */
 const breakages: Array<[string, (body: Body) => void, string]> = [
-  ['name too short', (b) => { b.name = 'ab'; }, 'on property name'],
-  ['name too long', (b) => { b.name = 'n'.repeat(256); }, 'on property name'],
-  ['name with leading space', (b) => { b.name = ` ${String(b.name)}`; }, 'on property name'],
-  ['name with trailing newline', (b) => { b.name = `${String(b.name)}\n`; }, 'on property name'],
-  ['name with NUL', (b) => { b.name = 'a\u0000bc'; }, 'on property name'],
-  ['name with a lone surrogate', (b) => { b.name = 'ab\ud800c'; }, "format well-formed-text: ab\ud800c' on property name"],
-  ['description with a lone surrogate', (b) => { b.description = '\udc00abc'; }, 'on property description'],
-  ['name not a string', (b) => { b.name = 42; }, 'on property name'],
-  ['no name', (b) => { delete b.name; }, 'Missing required property: name'],
-  ['description too short', (b) => { b.description = 'ab'; }, 'on property description'],
-  ['description null on create', (b) => { b.description = null; }, 'on property description'],
-  ['no rules', (b) => { delete (b as Partial<Body>).rules; }, 'Missing required property: rules'],
-  ['empty rules', (b) => { b.rules = []; }, 'on property rules'],
-  ['too many rules', (b) => { b.rules = Array.from({ length: MAX_RULES + 1 }, () => b.rules[0]!); }, 'on property rules'],
-  ['unknown top-level key', (b) => { b.type = 'self'; }, 'Additional properties not allowed: type'],
-  ['empty rule', (b) => { b.rules[0] = {}; }, 'on property rules[0]'],
-  ['unknown rule member', (b) => { b.rules[0]!.also = { country: ['US'] }; }, 'on property rules[0]'],
-  ['empty match', (b) => { b.rules[0]!.match = {}; }, 'on property rules[0].match'],
-  ['unknown criterion', (b) => { b.rules[0]!.match = { city: ['Paris'] }; }, 'on property rules[0].match'],
-  ['eleven criteria', (b) => { b.rules[0]!.not_match = Object.fromEntries(CRITERIA_KEYS.map((k) => [k, ['x']])); }, 'on property rules[0].not_match'],
-  ['empty value list', (b) => { b.rules[0]!.match = { country: [] }; }, 'on property rules[0].match.country'],
-  ['value too long', (b) => { b.rules[0]!.match = { country: ['x'.repeat(1025)] }; }, 'on property rules[0].match.country'],
-  ['number in value list', (b) => { b.rules[0]!.match = { country: ['US', 1] }; }, 'on property rules[0].match.country'],
-  ['two operators', (b) => { b.rules[0]!.match = { domain: { contains: ['a'], ends_with: ['b'] } }; }, 'on property rules[0].match.domain'],
-  ['empty operator list', (b) => { b.rules[0]!.match = { domain: { starts_with: [] } }; }, 'on property rules[0].match.domain'],
-  ['exists not boolean', (b) => { b.rules[0]!.match = { domain: { exists: 'true' } }; }, 'on property rules[0].match.domain'],
-  ['unknown operator', (b) => { b.rules[0]!.match = { domain: { equals: ['a'] } }; }, 'on property rules[0].match.domain'],
-  ['rules not an array', (b) => { b.rules = { match: { country: ['US'] } } as never; }, 'on property rules'],
+  [
+    'name too short',
+    (b) => {
+      b.name = 'ab';
+    },
+    'on property name',
+  ],
+  [
+    'name too long',
+    (b) => {
+      b.name = 'n'.repeat(256);
+    },
+    'on property name',
+  ],
+  [
+    'name with leading space',
+    (b) => {
+      b.name = ` ${String(b.name)}`;
+    },
+    'on property name',
+  ],
+  [
+    'name with trailing newline',
+    (b) => {
+      b.name = `${String(b.name)}\n`;
+    },
+    'on property name',
+  ],
+  [
+    'name with NUL',
+    (b) => {
+      b.name = 'a\u0000bc';
+    },
+    'on property name',
+  ],
+  [
+    'name with a lone surrogate',
+    (b) => {
+      b.name = 'ab\ud800c';
+    },
+    "format well-formed-text: ab\ud800c' on property name",
+  ],
+  [
+    'description with a lone surrogate',
+    (b) => {
+      b.description = '\udc00abc';
+    },
+    'on property description',
+  ],
+  [
+    'name not a string',
+    (b) => {
+      b.name = 42;
+    },
+    'on property name',
+  ],
+  [
+    'no name',
+    (b) => {
+      delete b.name;
+    },
+    'Missing required property: name',
+  ],
+  [
+    'description too short',
+    (b) => {
+      b.description = 'ab';
+    },
+    'on property description',
+  ],
+  [
+    'description null on create',
+    (b) => {
+      b.description = null;
+    },
+    'on property description',
+  ],
+  [
+    'no rules',
+    (b) => {
+      delete (b as Partial<Body>).rules;
+    },
+    'Missing required property: rules',
+  ],
+  [
+    'empty rules',
+    (b) => {
+      b.rules = [];
+    },
+    'on property rules',
+  ],
+  [
+    'too many rules',
+    (b) => {
+      b.rules = Array.from({ length: MAX_RULES + 1 }, () => b.rules[0]!);
+    },
+    'on property rules',
+  ],
+  [
+    'unknown top-level key',
+    (b) => {
+      b.type = 'self';
+    },
+    'Additional properties not allowed: type',
+  ],
+  [
+    'empty rule',
+    (b) => {
+      b.rules[0] = {};
+    },
+    'on property rules[0]',
+  ],
+  [
+    'unknown rule member',
+    (b) => {
+      b.rules[0]!.also = { country: ['US'] };
+    },
+    'on property rules[0]',
+  ],
+  [
+    'empty match',
+    (b) => {
+      b.rules[0]!.match = {};
+    },
+    'on property rules[0].match',
+  ],
+  [
+    'unknown criterion',
+    (b) => {
+      b.rules[0]!.match = { city: ['Paris'] };
+    },
+    'on property rules[0].match',
+  ],
+  [
+    'eleven criteria',
+    (b) => {
+      b.rules[0]!.not_match = Object.fromEntries(CRITERIA_KEYS.map((k) => [k, ['x']]));
+    },
+    'on property rules[0].not_match',
+  ],
+  [
+    'empty value list',
+    (b) => {
+      b.rules[0]!.match = { country: [] };
+    },
+    'on property rules[0].match.country',
+  ],
+  [
+    'value too long',
+    (b) => {
+      b.rules[0]!.match = { country: ['x'.repeat(1025)] };
+    },
+    'on property rules[0].match.country',
+  ],
+  [
+    'number in value list',
+    (b) => {
+      b.rules[0]!.match = { country: ['US', 1] };
+    },
+    'on property rules[0].match.country',
+  ],
+  [
+    'two operators',
+    (b) => {
+      b.rules[0]!.match = { domain: { contains: ['a'], ends_with: ['b'] } };
+    },
+    'on property rules[0].match.domain',
+  ],
+  [
+    'empty operator list',
+    (b) => {
+      b.rules[0]!.match = { domain: { starts_with: [] } };
+    },
+    'on property rules[0].match.domain',
+  ],
+  [
+    'exists not boolean',
+    (b) => {
+      b.rules[0]!.match = { domain: { exists: 'true' } };
+    },
+    'on property rules[0].match.domain',
+  ],
+  [
+    'unknown operator',
+    (b) => {
+      b.rules[0]!.match = { domain: { equals: ['a'] } };
+    },
+    'on property rules[0].match.domain',
+  ],
+  [
+    'rules not an array',
+    (b) => {
+      b.rules = { match: { country: ['US'] } } as never;
+    },
+    'on property rules',
+  ],
 ];
 
 for (const kind of databaseKinds()) {
@@ -76,7 +247,14 @@ for (const kind of databaseKinds()) {
     after(() => server.close());
 
     const count = async () =>
-      Number((await server.services.database.db.selectFrom('segments').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+      Number(
+        (
+          await server.services.database.db
+            .selectFrom('segments')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
 
     it('valid segments round-trip unchanged through POST and GET', async () => {
       await fc.assert(
@@ -86,7 +264,15 @@ for (const kind of databaseKinds()) {
           const created = await server.request({ method: 'POST', url: BASE, payload: body });
           assert.equal(created.statusCode, 201, created.body);
           const { id, created_at, updated_at } = created.json();
-          const expected = { id, name: body.name, ...(body.description === undefined ? {} : { description: body.description }), type: 'self', rules: body.rules, created_at, updated_at };
+          const expected = {
+            id,
+            name: body.name,
+            ...(body.description === undefined ? {} : { description: body.description }),
+            type: 'self',
+            rules: body.rules,
+            created_at,
+            updated_at,
+          };
           const read = await server.request({ url: `${BASE}/${id}` });
           assert.deepEqual(read.json(), expected);
           assert.deepEqual(Object.keys(read.json()), Object.keys(expected));

@@ -15,13 +15,32 @@ for (const kind of databaseKinds()) {
     });
     after(() => server.close());
 
-    const create = (payload: unknown, token?: string) => server.request({ method: 'POST', url: BASE, payload: payload as object, token });
+    const create = (payload: unknown, token?: string) =>
+      server.request({ method: 'POST', url: BASE, payload: payload as object, token });
     const read = (id: string) => server.request({ url: `${BASE}/${id}` });
-    const patch = (id: string, payload: unknown) => server.request({ method: 'PATCH', url: `${BASE}/${id}`, payload: payload as object });
+    const patch = (id: string, payload: unknown) =>
+      server.request({ method: 'PATCH', url: `${BASE}/${id}`, payload: payload as object });
     const count = async () =>
-      Number((await server.services.database.db.selectFrom('segments').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-    const notFoundBody = { statusCode: 404, error: 'Not Found', message: 'Segment not found.', errorCode: 'inexistent_segment' };
-    const conflictBody = { statusCode: 409, error: 'Conflict', message: 'A segment with this name already exists.', errorCode: 'segment_name_conflict' };
+      Number(
+        (
+          await server.services.database.db
+            .selectFrom('segments')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const notFoundBody = {
+      statusCode: 404,
+      error: 'Not Found',
+      message: 'Segment not found.',
+      errorCode: 'inexistent_segment',
+    };
+    const conflictBody = {
+      statusCode: 409,
+      error: 'Conflict',
+      message: 'A segment with this name already exists.',
+      errorCode: 'segment_name_conflict',
+    };
 
     it('creates a segment (201) and reads it back, keys in the original order', async () => {
       const rules = [{ match: { domain: { ends_with: ['example.com'] } }, not_match: { country: ['US'] } }];
@@ -41,8 +60,13 @@ for (const kind of databaseKinds()) {
     });
 
     it('omits an absent description', async () => {
-      const segment = (await create({ name: 'No description', rules: [{ match: { browser: { exists: true } } }] })).json();
-      assert.deepEqual(Object.keys(segment), KEY_ORDER.filter((k) => k !== 'description'));
+      const segment = (
+        await create({ name: 'No description', rules: [{ match: { browser: { exists: true } } }] })
+      ).json();
+      assert.deepEqual(
+        Object.keys(segment),
+        KEY_ORDER.filter((k) => k !== 'description'),
+      );
     });
 
     it('accepts a nested form-encoded body, coerced to the schema', async () => {
@@ -50,15 +74,21 @@ for (const kind of databaseKinds()) {
         method: 'POST',
         url: BASE,
         headers: FORM,
-        payload: 'name=abc&rules[0][match][country][0]=US&rules[0][match][country][1]=CA'
-          + '&rules[1][match][browser][exists]=false&rules[1][not_match][domain][starts_with][0]=admin.',
+        payload:
+          'name=abc&rules[0][match][country][0]=US&rules[0][match][country][1]=CA' +
+          '&rules[1][match][browser][exists]=false&rules[1][not_match][domain][starts_with][0]=admin.',
       });
       assert.equal(response.statusCode, 201, response.body);
       assert.deepEqual(response.json().rules, [
         { match: { country: ['US', 'CA'] } },
         { match: { browser: { exists: false } }, not_match: { domain: { starts_with: ['admin.'] } } },
       ]);
-      const patched = await server.request({ method: 'PATCH', url: `${BASE}/${response.json().id}`, headers: FORM, payload: 'description=from%20a%20form' });
+      const patched = await server.request({
+        method: 'PATCH',
+        url: `${BASE}/${response.json().id}`,
+        headers: FORM,
+        payload: 'description=from%20a%20form',
+      });
       assert.equal(patched.json().description, 'from a form');
     });
 
@@ -66,23 +96,65 @@ for (const kind of databaseKinds()) {
       const before = await count();
       const cases: Array<[unknown, string]> = [
         [{ rules: [{ match: { country: ['US'] } }] }, "Payload validation error: 'Missing required property: name'."],
-        [{ name: 'ab', rules: [{ match: { country: ['US'] } }] }, "Payload validation error: 'String is too short (2 chars), minimum 3' on property name (Name of the segment)."],
-        [{ name: ' lead', rules: [{ match: { country: ['US'] } }] }, "Payload validation error: 'String does not match pattern ^(?!.*\\x00)\\S(.*\\S)?$:  lead' on property name (Name of the segment)."],
+        [
+          { name: 'ab', rules: [{ match: { country: ['US'] } }] },
+          "Payload validation error: 'String is too short (2 chars), minimum 3' on property name (Name of the segment).",
+        ],
+        [
+          { name: ' lead', rules: [{ match: { country: ['US'] } }] },
+          "Payload validation error: 'String does not match pattern ^(?!.*\\x00)\\S(.*\\S)?$:  lead' on property name (Name of the segment).",
+        ],
         // `.` stops at line breaks, so a name spanning lines never matches the pattern.
-        [{ name: 'two\nlines', rules: [{ match: { country: ['US'] } }] }, "Payload validation error: 'String does not match pattern ^(?!.*\\x00)\\S(.*\\S)?$: two\nlines' on property name (Name of the segment)."],
-        [{ name: 'nul\u0000inside', rules: [{ match: { country: ['US'] } }] }, "Payload validation error: 'String does not match pattern ^(?!.*\\x00)\\S(.*\\S)?$: nul\u0000inside' on property name (Name of the segment)."],
-        [{ name: 'valid', description: 'x ', rules: [{ match: { country: ['US'] } }] }, "Payload validation error: 'String is too short (2 chars), minimum 3' on property description (Description of the segment)."],
-        [{ name: 'valid', rules: [] }, "Payload validation error: 'Array is too short (0), minimum 1' on property rules (An ordered list of rules. A segment matches if any rule matches.)."],
-        [{ name: 'valid', rules: Array.from({ length: 101 }, () => ({ match: { country: ['US'] } })) }, "Payload validation error: 'Array is too long (101), maximum 100' on property rules (An ordered list of rules. A segment matches if any rule matches.)."],
-        [{ name: 'valid', rules: [{}] }, "Payload validation error: 'Too few properties defined (0), minimum 1' on property rules[0]."],
-        [{ name: 'valid', rules: [{ matches: {} }] }, "Payload validation error: 'Additional properties not allowed: matches' on property rules[0]."],
-        [{ name: 'valid', rules: [{ match: {} }] }, "Payload validation error: 'Too few properties defined (0), minimum 1' on property rules[0].match."],
-        [{ name: 'valid', rules: [{ not_match: { city: ['Paris'] } }] }, "Payload validation error: 'Additional properties not allowed: city' on property rules[0].not_match."],
-        [{ name: 'valid', rules: [{ match: { country: { contains: ['a'], ends_with: ['b'] } } }] }, 'rules[0].match.country (one of:'],
+        [
+          { name: 'two\nlines', rules: [{ match: { country: ['US'] } }] },
+          "Payload validation error: 'String does not match pattern ^(?!.*\\x00)\\S(.*\\S)?$: two\nlines' on property name (Name of the segment).",
+        ],
+        [
+          { name: 'nul\u0000inside', rules: [{ match: { country: ['US'] } }] },
+          "Payload validation error: 'String does not match pattern ^(?!.*\\x00)\\S(.*\\S)?$: nul\u0000inside' on property name (Name of the segment).",
+        ],
+        [
+          { name: 'valid', description: 'x ', rules: [{ match: { country: ['US'] } }] },
+          "Payload validation error: 'String is too short (2 chars), minimum 3' on property description (Description of the segment).",
+        ],
+        [
+          { name: 'valid', rules: [] },
+          "Payload validation error: 'Array is too short (0), minimum 1' on property rules (An ordered list of rules. A segment matches if any rule matches.).",
+        ],
+        [
+          { name: 'valid', rules: Array.from({ length: 101 }, () => ({ match: { country: ['US'] } })) },
+          "Payload validation error: 'Array is too long (101), maximum 100' on property rules (An ordered list of rules. A segment matches if any rule matches.).",
+        ],
+        [
+          { name: 'valid', rules: [{}] },
+          "Payload validation error: 'Too few properties defined (0), minimum 1' on property rules[0].",
+        ],
+        [
+          { name: 'valid', rules: [{ matches: {} }] },
+          "Payload validation error: 'Additional properties not allowed: matches' on property rules[0].",
+        ],
+        [
+          { name: 'valid', rules: [{ match: {} }] },
+          "Payload validation error: 'Too few properties defined (0), minimum 1' on property rules[0].match.",
+        ],
+        [
+          { name: 'valid', rules: [{ not_match: { city: ['Paris'] } }] },
+          "Payload validation error: 'Additional properties not allowed: city' on property rules[0].not_match.",
+        ],
+        [
+          { name: 'valid', rules: [{ match: { country: { contains: ['a'], ends_with: ['b'] } } }] },
+          'rules[0].match.country (one of:',
+        ],
         [{ name: 'valid', rules: [{ match: { country: [] } }] }, 'rules[0].match.country (one of:'],
         [{ name: 'valid', rules: [{ match: { region: { exists: 'yes' } } }] }, 'rules[0].match.region (one of:'],
-        [{ name: 'valid', rules: [{ match: { user_agent: ['x'.repeat(1025)] } }] }, 'rules[0].match.user_agent (one of:'],
-        [{ name: 'valid', rules: [{ match: { country: ['US'] } }], type: 'svc' }, "Payload validation error: 'Additional properties not allowed: type'."],
+        [
+          { name: 'valid', rules: [{ match: { user_agent: ['x'.repeat(1025)] } }] },
+          'rules[0].match.user_agent (one of:',
+        ],
+        [
+          { name: 'valid', rules: [{ match: { country: ['US'] } }], type: 'svc' },
+          "Payload validation error: 'Additional properties not allowed: type'.",
+        ],
       ];
       for (const [payload, message] of cases) {
         const response = await create(payload);
@@ -91,13 +163,33 @@ for (const kind of databaseKinds()) {
         assert.equal(body.errorCode, 'invalid_body');
         if (message.startsWith('Payload')) assert.equal(body.message, message);
         else {
-          assert.match(body.message, /^Payload validation error: 'Data does not match any schemas from 'oneOf'' on property /);
+          assert.match(
+            body.message,
+            /^Payload validation error: 'Data does not match any schemas from 'oneOf'' on property /,
+          );
           assert.ok(body.message.includes(message), body.message);
         }
       }
-      const all = Object.fromEntries(['client_id', 'connection', 'connection_type', 'organization_id', 'domain', 'device_type', 'browser', 'platform', 'user_agent', 'country', 'region'].map((k) => [k, ['x']]));
+      const all = Object.fromEntries(
+        [
+          'client_id',
+          'connection',
+          'connection_type',
+          'organization_id',
+          'domain',
+          'device_type',
+          'browser',
+          'platform',
+          'user_agent',
+          'country',
+          'region',
+        ].map((k) => [k, ['x']]),
+      );
       const tooMany = await create({ name: 'valid', rules: [{ match: all }] });
-      assert.equal(tooMany.json().message, "Payload validation error: 'Too many properties defined (11), maximum 10' on property rules[0].match.");
+      assert.equal(
+        tooMany.json().message,
+        "Payload validation error: 'Too many properties defined (11), maximum 10' on property rules[0].match.",
+      );
       assert.equal(await count(), before);
     });
 
@@ -114,32 +206,55 @@ for (const kind of databaseKinds()) {
       assert.deepEqual(racing.map((r) => r.statusCode).sort(), [201, 409, 409]);
       // Names are unique per tenant only.
       const { token } = await server.addTenant('segments-other', 'segments-other.test');
-      const elsewhere = await server.request({ method: 'POST', url: BASE, headers: { host: 'segments-other.test' }, token, payload: { name: 'Taken', rules } });
+      const elsewhere = await server.request({
+        method: 'POST',
+        url: BASE,
+        headers: { host: 'segments-other.test' },
+        token,
+        payload: { name: 'Taken', rules },
+      });
       assert.equal(elsewhere.statusCode, 201);
     });
 
     it('PATCH: partial, rules replaced whole, description null clears, empty body refused', async () => {
-      const segment = (await create({ name: 'Patchable', description: 'Before', rules: [{ match: { country: ['US'] } }, { match: { region: ['CA'] } }] })).json();
+      const segment = (
+        await create({
+          name: 'Patchable',
+          description: 'Before',
+          rules: [{ match: { country: ['US'] } }, { match: { region: ['CA'] } }],
+        })
+      ).json();
       const renamed = await patch(segment.id, { name: 'Patched' });
       assert.equal(renamed.statusCode, 200);
       assert.deepEqual(Object.keys(renamed.json()), KEY_ORDER);
       assert.equal(renamed.json().description, 'Before');
       assert.deepEqual(renamed.json().rules, segment.rules);
-      const replaced = (await patch(segment.id, { rules: [{ not_match: { platform: { contains: ['Linux'] } } }] })).json();
+      const replaced = (
+        await patch(segment.id, { rules: [{ not_match: { platform: { contains: ['Linux'] } } }] })
+      ).json();
       assert.deepEqual(replaced.rules, [{ not_match: { platform: { contains: ['Linux'] } } }]);
       const cleared = (await patch(segment.id, { description: null })).json();
       assert.equal('description' in cleared, false);
-      assert.deepEqual(Object.keys(cleared), KEY_ORDER.filter((k) => k !== 'description'));
+      assert.deepEqual(
+        Object.keys(cleared),
+        KEY_ORDER.filter((k) => k !== 'description'),
+      );
       assert.deepEqual((await read(segment.id)).json(), cleared);
       assert.equal(cleared.created_at, segment.created_at);
       assert.ok(cleared.updated_at > segment.updated_at);
 
       const empty = await patch(segment.id, {});
       assert.deepEqual(empty.json(), {
-        statusCode: 400, error: 'Bad Request', message: "Payload validation error: 'Too few properties defined (0), minimum 1'.", errorCode: 'invalid_body',
+        statusCode: 400,
+        error: 'Bad Request',
+        message: "Payload validation error: 'Too few properties defined (0), minimum 1'.",
+        errorCode: 'invalid_body',
       });
       assert.equal((await patch(segment.id, { rules: [] })).json().errorCode, 'invalid_body');
-      assert.equal((await patch(segment.id, { id: 'seg_x' })).json().message, "Payload validation error: 'Additional properties not allowed: id'.");
+      assert.equal(
+        (await patch(segment.id, { id: 'seg_x' })).json().message,
+        "Payload validation error: 'Additional properties not allowed: id'.",
+      );
       assert.deepEqual((await read(segment.id)).json(), cleared);
     });
 
@@ -173,7 +288,8 @@ for (const kind of databaseKinds()) {
       assert.deepEqual(bad.json(), {
         statusCode: 400,
         error: 'Bad Request',
-        message: "Path validation error: 'Object didn't pass validation for format segment-id: seg_0OIl' on property id (Unique identifier for the segment).",
+        message:
+          "Path validation error: 'Object didn't pass validation for format segment-id: seg_0OIl' on property id (Unique identifier for the segment).",
         errorCode: 'invalid_uri',
       });
       assert.equal((await server.request({ method: 'DELETE', url: `${BASE}/nope` })).json().errorCode, 'invalid_uri');
@@ -193,14 +309,27 @@ for (const kind of databaseKinds()) {
       const segment = (await create({ name: 'Scoped', rules: [{ match: { country: ['US'] } }] })).json();
       const refused = await create({ name: 'Scoped 2', rules: [{ match: { country: ['US'] } }] }, readOnly);
       assert.deepEqual(refused.json(), {
-        statusCode: 403, error: 'Forbidden', message: 'Insufficient scope, expected any of: create:experimentation', errorCode: 'insufficient_scope',
+        statusCode: 403,
+        error: 'Forbidden',
+        message: 'Insufficient scope, expected any of: create:experimentation',
+        errorCode: 'insufficient_scope',
       });
-      const asReader = (options: { method?: 'PATCH' | 'DELETE' | 'POST' | 'GET'; url: string; payload?: object }) => server.request({ ...options, token: readOnly });
+      const asReader = (options: { method?: 'PATCH' | 'DELETE' | 'POST' | 'GET'; url: string; payload?: object }) =>
+        server.request({ ...options, token: readOnly });
       assert.equal((await asReader({ url: `${BASE}/${segment.id}` })).statusCode, 200);
       assert.equal((await asReader({ url: BASE })).statusCode, 200);
-      assert.equal((await asReader({ method: 'POST', url: `${BASE}/${segment.id}/evaluate`, payload: {} })).statusCode, 200);
-      assert.equal((await asReader({ method: 'PATCH', url: `${BASE}/${segment.id}`, payload: { name: 'x y z' } })).json().message, 'Insufficient scope, expected any of: update:experimentation');
-      assert.equal((await asReader({ method: 'DELETE', url: `${BASE}/${segment.id}` })).json().message, 'Insufficient scope, expected any of: delete:experimentation');
+      assert.equal(
+        (await asReader({ method: 'POST', url: `${BASE}/${segment.id}/evaluate`, payload: {} })).statusCode,
+        200,
+      );
+      assert.equal(
+        (await asReader({ method: 'PATCH', url: `${BASE}/${segment.id}`, payload: { name: 'x y z' } })).json().message,
+        'Insufficient scope, expected any of: update:experimentation',
+      );
+      assert.equal(
+        (await asReader({ method: 'DELETE', url: `${BASE}/${segment.id}` })).json().message,
+        'Insufficient scope, expected any of: delete:experimentation',
+      );
       const { token: writer } = await server.clientWithScopes(['create:experimentation']);
       assert.equal((await server.request({ url: BASE, token: writer })).statusCode, 403);
       assert.equal((await read(segment.id)).json().name, 'Scoped');
@@ -213,7 +342,17 @@ for (const kind of databaseKinds()) {
       assert.deepEqual((await list('')).json(), { segments: [] });
       const created: string[] = [];
       for (let i = 0; i < 7; i++) {
-        created.push((await server.request({ method: 'POST', url: BASE, headers: { host }, token, payload: { name: `Segment ${i}`, rules: [{ match: { country: ['US'] } }] } })).json().id);
+        created.push(
+          (
+            await server.request({
+              method: 'POST',
+              url: BASE,
+              headers: { host },
+              token,
+              payload: { name: `Segment ${i}`, rules: [{ match: { country: ['US'] } }] },
+            })
+          ).json().id,
+        );
       }
       const seen: string[] = [];
       let query = '?take=3';
@@ -235,8 +374,14 @@ for (const kind of databaseKinds()) {
       assert.equal((await list('')).json().segments.length, 7);
 
       const provided = {
-        tenant_id: tenant.id, id: 'seg_ProvidedBySvc', name: 'Provided', description: null, type: 'svc' as const,
-        rules: JSON.stringify([{ match: { connection_type: ['enterprise'] } }]), created_at: '2026-01-01T00:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z',
+        tenant_id: tenant.id,
+        id: 'seg_ProvidedBySvc',
+        name: 'Provided',
+        description: null,
+        type: 'svc' as const,
+        rules: JSON.stringify([{ match: { connection_type: ['enterprise'] } }]),
+        created_at: '2026-01-01T00:00:00.000Z',
+        updated_at: '2026-01-01T00:00:00.000Z',
       };
       await server.services.database.db.insertInto('segments').values(provided).execute();
       const ids = async (q: string) => (await list(q)).json().segments.map((s: { id: string }) => s.id);
@@ -246,10 +391,32 @@ for (const kind of databaseKinds()) {
       assert.equal((await list('?type=svc')).json().segments[0].type, 'svc');
       // Provided segments are read-only.
       const locked = { statusCode: 403, error: 'Forbidden', message: 'Segment cannot be modified.' };
-      assert.deepEqual((await server.request({ method: 'PATCH', url: `${BASE}/${provided.id}`, headers: { host }, token, payload: { name: 'Mine' } })).json(), locked);
-      assert.deepEqual((await server.request({ method: 'DELETE', url: `${BASE}/${provided.id}`, headers: { host }, token })).json(), locked);
+      assert.deepEqual(
+        (
+          await server.request({
+            method: 'PATCH',
+            url: `${BASE}/${provided.id}`,
+            headers: { host },
+            token,
+            payload: { name: 'Mine' },
+          })
+        ).json(),
+        locked,
+      );
+      assert.deepEqual(
+        (await server.request({ method: 'DELETE', url: `${BASE}/${provided.id}`, headers: { host }, token })).json(),
+        locked,
+      );
 
-      for (const bad of ['take=0', 'take=51', 'type=other', 'from=!!!', `from=${Buffer.from('not-a-segment').toString('base64url')}`, 'from=c2VnXzE%3D', 'unknown=1']) {
+      for (const bad of [
+        'take=0',
+        'take=51',
+        'type=other',
+        'from=!!!',
+        `from=${Buffer.from('not-a-segment').toString('base64url')}`,
+        'from=c2VnXzE%3D',
+        'unknown=1',
+      ]) {
         const response = await list(`?${bad}`);
         assert.equal(response.statusCode, 400, bad);
         assert.equal(response.json().errorCode, 'invalid_query_string', bad);
@@ -259,26 +426,52 @@ for (const kind of databaseKinds()) {
     });
 
     it('evaluates a segment against a sign-in context', async () => {
-      const segment = (await create({
-        name: 'Evaluated',
-        rules: [
-          { match: { country: ['US'], domain: { ends_with: ['@corp.example'] } } },
-          { match: { connection: { exists: true } }, not_match: { connection_type: ['social'] } },
-        ],
-      })).json();
-      const evaluate = (payload: unknown) => server.request({ method: 'POST', url: `${BASE}/${segment.id}/evaluate`, payload: payload as object });
-      assert.deepEqual((await evaluate({ country: 'US', domain: 'me@corp.example' })).json(), { matches: true, rule_index: 0 });
-      assert.deepEqual((await evaluate({ country: 'US', domain: 'me@corp.example', connection: 'db' })).json(), { matches: true, rule_index: 0 });
-      assert.deepEqual((await evaluate({ connection: 'db', connection_type: 'database' })).json(), { matches: true, rule_index: 1 });
-      assert.deepEqual((await evaluate({ connection: 'google', connection_type: 'social' })).json(), { matches: false, rule_index: null });
+      const segment = (
+        await create({
+          name: 'Evaluated',
+          rules: [
+            { match: { country: ['US'], domain: { ends_with: ['@corp.example'] } } },
+            { match: { connection: { exists: true } }, not_match: { connection_type: ['social'] } },
+          ],
+        })
+      ).json();
+      const evaluate = (payload: unknown) =>
+        server.request({ method: 'POST', url: `${BASE}/${segment.id}/evaluate`, payload: payload as object });
+      assert.deepEqual((await evaluate({ country: 'US', domain: 'me@corp.example' })).json(), {
+        matches: true,
+        rule_index: 0,
+      });
+      assert.deepEqual((await evaluate({ country: 'US', domain: 'me@corp.example', connection: 'db' })).json(), {
+        matches: true,
+        rule_index: 0,
+      });
+      assert.deepEqual((await evaluate({ connection: 'db', connection_type: 'database' })).json(), {
+        matches: true,
+        rule_index: 1,
+      });
+      assert.deepEqual((await evaluate({ connection: 'google', connection_type: 'social' })).json(), {
+        matches: false,
+        rule_index: null,
+      });
       assert.deepEqual((await evaluate({})).json(), { matches: false, rule_index: null });
-      const form = await server.request({ method: 'POST', url: `${BASE}/${segment.id}/evaluate`, headers: FORM, payload: 'country=US&domain=a%40corp.example' });
+      const form = await server.request({
+        method: 'POST',
+        url: `${BASE}/${segment.id}/evaluate`,
+        headers: FORM,
+        payload: 'country=US&domain=a%40corp.example',
+      });
       assert.deepEqual(form.json(), { matches: true, rule_index: 0 });
       const unknownKey = await evaluate({ city: 'Paris' });
       assert.deepEqual(unknownKey.json(), {
-        statusCode: 400, error: 'Bad Request', message: "Payload validation error: 'Additional properties not allowed: city'.", errorCode: 'invalid_body',
+        statusCode: 400,
+        error: 'Bad Request',
+        message: "Payload validation error: 'Additional properties not allowed: city'.",
+        errorCode: 'invalid_body',
       });
-      assert.equal((await evaluate({ country: 1 })).json().message, "Payload validation error: 'Expected type string but found type integer' on property country.");
+      assert.equal(
+        (await evaluate({ country: 1 })).json().message,
+        "Payload validation error: 'Expected type string but found type integer' on property country.",
+      );
     });
   });
 }

@@ -15,17 +15,29 @@ for (const kind of databaseKinds()) {
     });
     after(() => https.close());
 
-    const sdk = (clientId: string, clientSecret: string) => new ManagementClient({ domain: https.domain, clientId, clientSecret });
+    const sdk = (clientId: string, clientSecret: string) =>
+      new ManagementClient({ domain: https.domain, clientId, clientSecret });
 
     it('creates users and finds them by email', async () => {
       const client = sdk(ADMIN_ID, ADMIN_SECRET);
-      const created = await client.users.create({ connection: 'Username-Password-Authentication', email: 'SDK.User@Example.com', password: 'correct horse battery' });
+      const created = await client.users.create({
+        connection: 'Username-Password-Authentication',
+        email: 'SDK.User@Example.com',
+        password: 'correct horse battery',
+      });
       assert.match(created.user_id ?? '', /^svc\|[0-9a-f]{24}$/);
       assert.equal(created.email, 'sdk.user@example.com');
-      await client.users.create({ connection: 'Username-Password-Authentication', email: 'other@example.com', password: 'correct horse battery' });
+      await client.users.create({
+        connection: 'Username-Password-Authentication',
+        email: 'other@example.com',
+        password: 'correct horse battery',
+      });
 
       const found = await client.users.listUsersByEmail({ email: 'sdk.user@example.com' });
-      assert.deepEqual(found.map((u) => u.user_id), [created.user_id]);
+      assert.deepEqual(
+        found.map((u) => u.user_id),
+        [created.user_id],
+      );
       assert.deepEqual(await client.users.listUsersByEmail({ email: 'nobody@example.com' }), []);
     });
 
@@ -37,7 +49,11 @@ for (const kind of databaseKinds()) {
         assert.equal(error.statusCode, 403);
         return true;
       });
-      const created = await client.users.create({ connection: 'Username-Password-Authentication', email: 'limited@example.com', password: 'correct horse battery' });
+      const created = await client.users.create({
+        connection: 'Username-Password-Authentication',
+        email: 'limited@example.com',
+        password: 'correct horse battery',
+      });
       assert.equal(created.email, 'limited@example.com');
     });
   });

@@ -71,7 +71,12 @@ describe('RedisOutage', () => {
     outage.recovered();
     assert.deepEqual(
       lines.map((line) => [line.level, line.error ?? line.decisionsWithoutRedis]),
-      [[40, 'first'], [30, 2], [40, 'second'], [30, 1]],
+      [
+        [40, 'first'],
+        [30, 2],
+        [40, 'second'],
+        [30, 1],
+      ],
     );
     assert.match(String(lines[0]!.msg), /requests are let through unlimited/);
   });

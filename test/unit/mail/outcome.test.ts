@@ -8,7 +8,12 @@ const SCHEDULE = [1_000, 60_000];
 describe('afterAttempt', () => {
   it('records a sent email as sent, with when, and no error', () => {
     assert.deepEqual(afterAttempt({ kind: 'sent' }, 0, SCHEDULE, AT), {
-      status: 'sent', attemptCount: 1, nextAttemptAt: AT, lastError: null, sentAt: AT, updatedAt: AT,
+      status: 'sent',
+      attemptCount: 1,
+      nextAttemptAt: AT,
+      lastError: null,
+      sentAt: AT,
+      updatedAt: AT,
     });
   });
 
@@ -28,6 +33,9 @@ describe('afterAttempt', () => {
     assert.ok(wait >= 1_000 && wait < 1_000 + 5_000, `${wait} ms`);
     assert.equal(afterAttempt({ kind: 'retryable', error: 'timeout' }, 1, SCHEDULE, AT).status, 'pending');
     const last = afterAttempt({ kind: 'retryable', error: 'timeout' }, 2, SCHEDULE, AT);
-    assert.deepEqual([last.status, last.attemptCount, last.nextAttemptAt, last.lastError], ['failed', 3, AT, 'timeout']);
+    assert.deepEqual(
+      [last.status, last.attemptCount, last.nextAttemptAt, last.lastError],
+      ['failed', 3, AT, 'timeout'],
+    );
   });
 });

@@ -33,7 +33,9 @@ const webhook = (url: string) => ({
 });
 
 /** A TCP listener that counts the connections it accepts: proof that nothing reached it. */
-async function startTcpListener(host: string): Promise<{ port: number; connections: () => number; close(): Promise<void> }> {
+async function startTcpListener(
+  host: string,
+): Promise<{ port: number; connections: () => number; close(): Promise<void> }> {
   let count = 0;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
@@ -91,17 +93,40 @@ describe('webhook endpoint address classification', () => {
   });
 
   it('reads DELIVERY_ALLOWED_HOSTS and refuses malformed entries at startup', () => {
-    const config = loadConfig({ DELIVERY_ALLOWED_HOSTS: ' hooks.internal, *.corp.example,10.0.0.0/8 , fd00::/8,127.0.0.1' });
-    assert.deepEqual(config.deliveryAllowedHosts, ['hooks.internal', '*.corp.example', '10.0.0.0/8', 'fd00::/8', '127.0.0.1']);
+    const config = loadConfig({
+      DELIVERY_ALLOWED_HOSTS: ' hooks.internal, *.corp.example,10.0.0.0/8 , fd00::/8,127.0.0.1',
+    });
+    assert.deepEqual(config.deliveryAllowedHosts, [
+      'hooks.internal',
+      '*.corp.example',
+      '10.0.0.0/8',
+      'fd00::/8',
+      '127.0.0.1',
+    ]);
     assert.deepEqual(loadConfig({}).deliveryAllowedHosts, []);
     for (const bad of ['10.0.0.0/33', 'fd00::/129', 'not a host', '*.', 'http://x.example']) {
-      assert.throws(() => loadConfig({ DELIVERY_ALLOWED_HOSTS: bad }), (e: Error) => e instanceof ConfigError && e.message.startsWith('DELIVERY_ALLOWED_HOSTS: '), bad);
+      assert.throws(
+        () => loadConfig({ DELIVERY_ALLOWED_HOSTS: bad }),
+        (e: Error) => e instanceof ConfigError && e.message.startsWith('DELIVERY_ALLOWED_HOSTS: '),
+        bad,
+      );
     }
   });
 
   it('allows listed names, suffixes and networks, and nothing else', async () => {
-    const guard = new EndpointGuard({ allowedHosts: ['hooks.internal', '*.corp.example', '10.0.0.0/8', 'fd00::/8'], dnsServers: [] });
-    for (const host of ['hooks.internal', 'a.corp.example', 'b.a.corp.example', '10.9.8.7', '[::ffff:10.0.0.1]', '[fd12::1]', PUBLIC_IP]) {
+    const guard = new EndpointGuard({
+      allowedHosts: ['hooks.internal', '*.corp.example', '10.0.0.0/8', 'fd00::/8'],
+      dnsServers: [],
+    });
+    for (const host of [
+      'hooks.internal',
+      'a.corp.example',
+      'b.a.corp.example',
+      '10.9.8.7',
+      '[::ffff:10.0.0.1]',
+      '[fd12::1]',
+      PUBLIC_IP,
+    ]) {
       await guard.check(host);
     }
     for (const host of ['127.0.0.1', '[::1]', '192.168.0.1', '[fe80::1]', 'localhost', 'app.localhost']) {
@@ -126,11 +151,19 @@ for (const kind of databaseKinds()) {
       await dns.close();
     });
     afterEach(async () => {
-      for (const id of streamsToDelete.splice(0)) await server.request({ method: 'DELETE', url: `/api/v2/event-streams/${id}` });
+      for (const id of streamsToDelete.splice(0))
+        await server.request({ method: 'DELETE', url: `/api/v2/event-streams/${id}` });
     });
 
     const countStreams = async () =>
-      Number((await server.services.database.db.selectFrom('event_streams').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+      Number(
+        (
+          await server.services.database.db
+            .selectFrom('event_streams')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     const refusal = (reason: string) => ({
       statusCode: 400,
       error: 'Bad Request',
@@ -138,14 +171,28 @@ for (const kind of databaseKinds()) {
       errorCode: 'invalid_body',
     });
     const deliveryOf = (streamId: string) =>
-      server.services.database.db.selectFrom('deliveries').selectAll().where('stream_id', '=', streamId).executeTakeFirst();
+      server.services.database.db
+        .selectFrom('deliveries')
+        .selectAll()
+        .where('stream_id', '=', streamId)
+        .executeTakeFirst();
     const attemptsOf = (streamId: string) =>
-      server.services.database.db.selectFrom('delivery_attempts').selectAll().where('stream_id', '=', streamId).orderBy('seq').execute();
+      server.services.database.db
+        .selectFrom('delivery_attempts')
+        .selectAll()
+        .where('stream_id', '=', streamId)
+        .orderBy('seq')
+        .execute();
     let userCount = 0;
     const createUser = async () => {
       const response = await server.request({
-        method: 'POST', url: '/api/v2/users',
-        payload: { connection: 'Username-Password-Authentication', password: 'correct horse battery', email: `ssrf${++userCount}-${Date.now()}@example.com` },
+        method: 'POST',
+        url: '/api/v2/users',
+        payload: {
+          connection: 'Username-Password-Authentication',
+          password: 'correct horse battery',
+          email: `ssrf${++userCount}-${Date.now()}@example.com`,
+        },
       });
       assert.equal(response.statusCode, 201, response.body);
     };
@@ -156,45 +203,76 @@ for (const kind of databaseKinds()) {
         'https://10.0.0.1/hook': 'Webhook endpoints must be public: 10.0.0.1 is a non-public address (private)',
         'https://172.20.1.2/hook': 'Webhook endpoints must be public: 172.20.1.2 is a non-public address (private)',
         'https://192.168.0.10/hook': 'Webhook endpoints must be public: 192.168.0.10 is a non-public address (private)',
-        'https://100.64.1.1/hook': 'Webhook endpoints must be public: 100.64.1.1 is a non-public address (shared (CGNAT))',
-        'https://169.254.169.254/latest/meta-data': 'Webhook endpoints must be public: 169.254.169.254 is a non-public address (link-local)',
+        'https://100.64.1.1/hook':
+          'Webhook endpoints must be public: 100.64.1.1 is a non-public address (shared (CGNAT))',
+        'https://169.254.169.254/latest/meta-data':
+          'Webhook endpoints must be public: 169.254.169.254 is a non-public address (link-local)',
         'https://127.0.0.1:8443/hook': 'Webhook endpoints must be public: 127.0.0.1 is a non-public address (loopback)',
         // The URL parser reads 2130706433 as 127.0.0.1, as the HTTP client would.
         'https://2130706433/hook': 'Webhook endpoints must be public: 127.0.0.1 is a non-public address (loopback)',
         'https://0.0.0.0/hook': 'Webhook endpoints must be public: 0.0.0.0 is a non-public address (unspecified)',
         'https://224.0.0.1/hook': 'Webhook endpoints must be public: 224.0.0.1 is a non-public address (multicast)',
-        'https://255.255.255.255/hook': 'Webhook endpoints must be public: 255.255.255.255 is a non-public address (broadcast)',
+        'https://255.255.255.255/hook':
+          'Webhook endpoints must be public: 255.255.255.255 is a non-public address (broadcast)',
         'https://[::1]/hook': 'Webhook endpoints must be public: ::1 is a non-public address (loopback)',
         'https://[::]/hook': 'Webhook endpoints must be public: :: is a non-public address (unspecified)',
-        'https://[::ffff:127.0.0.1]/hook': 'Webhook endpoints must be public: ::ffff:7f00:1 is a non-public address (IPv4-mapped loopback)',
-        'https://[::ffff:a00:1]/hook': 'Webhook endpoints must be public: ::ffff:a00:1 is a non-public address (IPv4-mapped private)',
+        'https://[::ffff:127.0.0.1]/hook':
+          'Webhook endpoints must be public: ::ffff:7f00:1 is a non-public address (IPv4-mapped loopback)',
+        'https://[::ffff:a00:1]/hook':
+          'Webhook endpoints must be public: ::ffff:a00:1 is a non-public address (IPv4-mapped private)',
         'https://[fd00::1]/hook': 'Webhook endpoints must be public: fd00::1 is a non-public address (unique-local)',
         'https://[fe80::1]/hook': 'Webhook endpoints must be public: fe80::1 is a non-public address (link-local)',
-        'https://localhost:8443/hook': 'Webhook endpoints must be public: localhost resolves to 127.0.0.1, a non-public address (loopback)',
-        'https://internal.test/hook': 'Webhook endpoints must be public: internal.test resolves to 10.0.0.7, a non-public address (private)',
+        'https://localhost:8443/hook':
+          'Webhook endpoints must be public: localhost resolves to 127.0.0.1, a non-public address (loopback)',
+        'https://internal.test/hook':
+          'Webhook endpoints must be public: internal.test resolves to 10.0.0.7, a non-public address (private)',
         'https://nowhere.test/hook': 'Webhook endpoint nowhere.test could not be resolved (ENOTFOUND)',
         'http://public.test/hook': 'String does not match pattern ^https://.*: http://public.test/hook',
       };
       for (const [endpoint, reason] of Object.entries(refused)) {
-        const response = await server.request({ method: 'POST', url: '/api/v2/event-streams', payload: { destination: webhook(endpoint) } });
+        const response = await server.request({
+          method: 'POST',
+          url: '/api/v2/event-streams',
+          payload: { destination: webhook(endpoint) },
+        });
         assert.equal(response.statusCode, 400, endpoint);
         assert.deepEqual(response.json(), refusal(reason), endpoint);
       }
       assert.equal(await countStreams(), before, 'nothing stored');
 
       // Public literals and names are accepted (disabled: no event is ever sent to them).
-      for (const endpoint of [`https://${PUBLIC_IP}/hook`, 'https://public.test/hook', 'https://[2606:4700::1111]/hook', 'https://PUBLIC.test./hook']) {
-        const response = await server.request({ method: 'POST', url: '/api/v2/event-streams', payload: { status: 'disabled', destination: webhook(endpoint) } });
+      for (const endpoint of [
+        `https://${PUBLIC_IP}/hook`,
+        'https://public.test/hook',
+        'https://[2606:4700::1111]/hook',
+        'https://PUBLIC.test./hook',
+      ]) {
+        const response = await server.request({
+          method: 'POST',
+          url: '/api/v2/event-streams',
+          payload: { status: 'disabled', destination: webhook(endpoint) },
+        });
         assert.equal(response.statusCode, 201, `${endpoint}: ${response.body}`);
         streamsToDelete.push(response.json().id);
       }
 
       const stream = streamsToDelete[0]!;
       const original = (await server.request({ url: `/api/v2/event-streams/${stream}` })).json();
-      const patched = await server.request({ method: 'PATCH', url: `/api/v2/event-streams/${stream}`, payload: { name: 'renamed', destination: webhook('https://internal.test/hook') } });
+      const patched = await server.request({
+        method: 'PATCH',
+        url: `/api/v2/event-streams/${stream}`,
+        payload: { name: 'renamed', destination: webhook('https://internal.test/hook') },
+      });
       assert.equal(patched.statusCode, 400);
-      assert.deepEqual(patched.json(), refusal('Webhook endpoints must be public: internal.test resolves to 10.0.0.7, a non-public address (private)'));
-      assert.deepEqual((await server.request({ url: `/api/v2/event-streams/${stream}` })).json(), original, 'the stream is unchanged');
+      assert.deepEqual(
+        patched.json(),
+        refusal('Webhook endpoints must be public: internal.test resolves to 10.0.0.7, a non-public address (private)'),
+      );
+      assert.deepEqual(
+        (await server.request({ url: `/api/v2/event-streams/${stream}` })).json(),
+        original,
+        'the stream is unchanged',
+      );
     });
 
     it('refuses at delivery a name that resolved to a public address when saved and to loopback now (DNS rebinding)', async () => {
@@ -202,8 +280,13 @@ for (const kind of databaseKinds()) {
       try {
         dns.setA('rebind.test', PUBLIC_IP);
         const created = await server.request({
-          method: 'POST', url: '/api/v2/event-streams',
-          payload: { name: 'rebind', subscriptions: [{ event_type: 'user.created' }], destination: webhook(`https://rebind.test:${listener.port}/hook`) },
+          method: 'POST',
+          url: '/api/v2/event-streams',
+          payload: {
+            name: 'rebind',
+            subscriptions: [{ event_type: 'user.created' }],
+            destination: webhook(`https://rebind.test:${listener.port}/hook`),
+          },
         });
         assert.equal(created.statusCode, 201, created.body);
         const stream = created.json();
@@ -211,16 +294,26 @@ for (const kind of databaseKinds()) {
 
         dns.setA('rebind.test', '127.0.0.1');
         await createUser();
-        await waitUntil(async () => (await deliveryOf(stream.id))?.status === 'failed', 10_000, () => 'the delivery to fail');
+        await waitUntil(
+          async () => (await deliveryOf(stream.id))?.status === 'failed',
+          10_000,
+          () => 'the delivery to fail',
+        );
         const attempts = await attemptsOf(stream.id);
         assert.equal(attempts.length, 1, 'refused once, not retried');
         assert.equal(attempts[0]!.status, 'failed');
-        assert.equal(attempts[0]!.error_message, 'Refused: rebind.test resolves to 127.0.0.1, a non-public address (loopback)');
+        assert.equal(
+          attempts[0]!.error_message,
+          'Refused: rebind.test resolves to 127.0.0.1, a non-public address (loopback)',
+        );
         assert.equal(listener.connections(), 0, 'no connection reached the loopback listener');
 
         const listed = (await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries` })).json();
         assert.equal(listed.deliveries.length, 1);
-        assert.deepEqual(listed.deliveries[0].attempts.map((a: { error_message: string }) => a.error_message), [attempts[0]!.error_message]);
+        assert.deepEqual(
+          listed.deliveries[0].attempts.map((a: { error_message: string }) => a.error_message),
+          [attempts[0]!.error_message],
+        );
       } finally {
         await listener.close();
       }
@@ -231,27 +324,44 @@ for (const kind of databaseKinds()) {
       const v6 = await startTcpListener('::1');
       try {
         // Saved by a node allowing loopback; delivered by the server's worker, which does not.
-        const permissive = new EventStreamService(server.services.database, server.services.secretBox, server.services.tenants, {
-          guard: new EndpointGuard({ allowedHosts: ['127.0.0.0/8', '::1'], dnsServers: [] }),
-          queued: async () => undefined,
-        });
+        const permissive = new EventStreamService(
+          server.services.database,
+          server.services.secretBox,
+          server.services.tenants,
+          {
+            guard: new EndpointGuard({ allowedHosts: ['127.0.0.0/8', '::1'], dnsServers: [] }),
+            queued: async () => undefined,
+          },
+        );
         const endpoints = {
           [`https://127.0.0.1:${v4.port}/hook`]: 'Refused: 127.0.0.1 is a non-public address (loopback)',
           [`https://[::1]:${v6.port}/hook`]: 'Refused: ::1 is a non-public address (loopback)',
-          [`https://[::ffff:127.0.0.1]:${v4.port}/hook`]: 'Refused: ::ffff:7f00:1 is a non-public address (IPv4-mapped loopback)',
+          [`https://[::ffff:127.0.0.1]:${v4.port}/hook`]:
+            'Refused: ::ffff:7f00:1 is a non-public address (IPv4-mapped loopback)',
         };
         const ids = new Map<string, string>();
         for (const endpoint of Object.keys(endpoints)) {
-          const stream = await permissive.streams.create(server.tenant.id, { subscriptions: [{ event_type: 'user.created' }], destination: webhook(endpoint) as never });
+          const stream = await permissive.streams.create(server.tenant.id, {
+            subscriptions: [{ event_type: 'user.created' }],
+            destination: webhook(endpoint) as never,
+          });
           streamsToDelete.push(stream.id);
           ids.set(endpoint, stream.id);
         }
         await createUser();
         for (const [endpoint, message] of Object.entries(endpoints)) {
           const id = ids.get(endpoint)!;
-          await waitUntil(async () => (await deliveryOf(id))?.status === 'failed', 10_000, () => `the delivery to ${endpoint} to fail`);
+          await waitUntil(
+            async () => (await deliveryOf(id))?.status === 'failed',
+            10_000,
+            () => `the delivery to ${endpoint} to fail`,
+          );
           const attempts = await attemptsOf(id);
-          assert.deepEqual(attempts.map((a) => [a.status, a.error_message]), [['failed', message]], endpoint);
+          assert.deepEqual(
+            attempts.map((a) => [a.status, a.error_message]),
+            [['failed', message]],
+            endpoint,
+          );
         }
         assert.equal(v4.connections() + v6.connections(), 0, 'no connection reached a loopback listener');
       } finally {
@@ -285,10 +395,18 @@ for (const kind of databaseKinds()) {
       child = spawn(process.execPath, ['bin/tenantry.mjs', 'serve'], {
         cwd: root,
         env: {
-          PATH: process.env.PATH ?? '', PORT: String(port), DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl ?? '',
-          BOOTSTRAP_CLIENT_ID: CLIENT_ID, BOOTSTRAP_CLIENT_SECRET: CLIENT_SECRET, LOG_LEVEL: 'silent',
-          NODE_EXTRA_CA_CERTS: caFile, DNS_SERVERS: dns.address, DELIVERY_ALLOWED_HOSTS: 'hooks.internal,127.0.0.0/8',
-          DELIVERY_POLL_MS: '20', DELIVERY_RETRY_SCHEDULE_MS: '50',
+          PATH: process.env.PATH ?? '',
+          PORT: String(port),
+          DATA_DIR: database.dataDir,
+          DATABASE_URL: database.databaseUrl ?? '',
+          BOOTSTRAP_CLIENT_ID: CLIENT_ID,
+          BOOTSTRAP_CLIENT_SECRET: CLIENT_SECRET,
+          LOG_LEVEL: 'silent',
+          NODE_EXTRA_CA_CERTS: caFile,
+          DNS_SERVERS: dns.address,
+          DELIVERY_ALLOWED_HOSTS: 'hooks.internal,127.0.0.0/8',
+          DELIVERY_POLL_MS: '20',
+          DELIVERY_RETRY_SCHEDULE_MS: '50',
         },
         stdio: ['ignore', 'pipe', 'inherit'],
       });
@@ -300,7 +418,12 @@ for (const kind of databaseKinds()) {
       const response = await fetch(`${base}/oauth/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: CLIENT_SECRET, audience: `https://localhost:${port}/api/v2/` }),
+        body: JSON.stringify({
+          grant_type: 'client_credentials',
+          client_id: CLIENT_ID,
+          client_secret: CLIENT_SECRET,
+          audience: `https://localhost:${port}/api/v2/`,
+        }),
       });
       token = ((await response.json()) as { access_token: string }).access_token;
     });
@@ -318,7 +441,10 @@ for (const kind of databaseKinds()) {
     const api = async (method: string, url: string, body?: unknown) => {
       const response = await fetch(`${base}${url}`, {
         method,
-        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       const text = await response.text();
@@ -327,15 +453,28 @@ for (const kind of databaseKinds()) {
 
     it('delivers to an allowed network and an allowed name, and still refuses what is not listed', async () => {
       const port = new URL(receiver.url).port;
-      const byAddress = await api('POST', '/api/v2/event-streams', { subscriptions: [{ event_type: 'user.created' }], destination: webhook(`https://127.0.0.1:${port}/hook`) });
+      const byAddress = await api('POST', '/api/v2/event-streams', {
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(`https://127.0.0.1:${port}/hook`),
+      });
       assert.equal(byAddress.status, 201, JSON.stringify(byAddress.body));
-      const byName = await api('POST', '/api/v2/event-streams', { subscriptions: [{ event_type: 'user.created' }], destination: webhook(`https://hooks.internal:${port}/hook`) });
+      const byName = await api('POST', '/api/v2/event-streams', {
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(`https://hooks.internal:${port}/hook`),
+      });
       assert.equal(byName.status, 201, JSON.stringify(byName.body));
       const unlisted = await api('POST', '/api/v2/event-streams', { destination: webhook('https://[::1]/hook') });
       assert.equal(unlisted.status, 400);
-      assert.equal(unlisted.body.message, "Payload validation error: 'Webhook endpoints must be public: ::1 is a non-public address (loopback)' on property destination.configuration.webhook_endpoint (URL of the webhook).");
+      assert.equal(
+        unlisted.body.message,
+        "Payload validation error: 'Webhook endpoints must be public: ::1 is a non-public address (loopback)' on property destination.configuration.webhook_endpoint (URL of the webhook).",
+      );
 
-      const user = await api('POST', '/api/v2/users', { connection: 'Username-Password-Authentication', email: 'allowed@example.com', password: 'correct horse battery' });
+      const user = await api('POST', '/api/v2/users', {
+        connection: 'Username-Password-Authentication',
+        email: 'allowed@example.com',
+        password: 'correct horse battery',
+      });
       assert.equal(user.status, 201);
       const requests = await receiver.waitFor((r) => r.length >= 2, 15_000);
       assert.deepEqual(new Set(requests.map((r) => r.json().a0stream)), new Set([byAddress.body.id, byName.body.id]));
@@ -346,4 +485,3 @@ for (const kind of databaseKinds()) {
     });
   });
 }
-

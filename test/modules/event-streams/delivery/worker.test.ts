@@ -27,13 +27,22 @@ for (const kind of databaseKinds()) {
     after(() => server.close());
 
     const stream = async (name: string) => {
-      const response = await server.request({ method: 'POST', url: '/api/v2/event-streams', payload: { name, destination: webhook('http://127.0.0.1:9/hook') } });
+      const response = await server.request({
+        method: 'POST',
+        url: '/api/v2/event-streams',
+        payload: { name, destination: webhook('http://127.0.0.1:9/hook') },
+      });
       assert.equal(response.statusCode, 201, response.body);
       return response.json().id as string;
     };
     /** `count` due deliveries to `streamId`, written directly, one event each. */
     const queue = (streamId: string, count: number) =>
-      insertDueDeliveries(server.services.database, { tenantId: server.tenant.id, streamId, source: `urn:svc:${server.domain}`, count });
+      insertDueDeliveries(server.services.database, {
+        tenantId: server.tenant.id,
+        streamId,
+        source: `urn:svc:${server.domain}`,
+        count,
+      });
     const lease = (ms: number) => new Date(Date.now() + ms).toISOString();
     /** Every free slot open to every stream, and no stream held to one send by a run of failures. */
     const noReserve = { reserve: 0, breakerFailures: 1000 };
@@ -45,31 +54,54 @@ for (const kind of databaseKinds()) {
       await queue(c, 10);
       const db = server.services.database;
       // a has 3 in flight (room 1), c is full (left out), b is idle (room 4).
-      const running = new Map([[a, 3], [c, 4]]);
+      const running = new Map([
+        [a, 3],
+        [c, 4],
+      ]);
       const first = await claimDue(db, { leaseMs: 60_000 }, { limit: 20, perStream: 4, ...noReserve, running });
-      const per = (rows: typeof first) => Object.fromEntries([a, b, c].map((id) => [id, rows.filter((r) => r.stream_id === id).length]));
+      const per = (rows: typeof first) =>
+        Object.fromEntries([a, b, c].map((id) => [id, rows.filter((r) => r.stream_id === id).length]));
       assert.deepEqual(per(first), { [a]: 1, [b]: 4, [c]: 0 });
       for (const claim of first) {
         assert.equal(claim.type, 'user.created', 'the claim brings its event');
         assert.deepEqual(JSON.parse(claim.data), { object: { id: claim.event_id } });
-        assert.equal(JSON.parse(claim.destination).configuration.webhook_endpoint, 'http://127.0.0.1:9/hook', 'and its stream');
+        assert.equal(
+          JSON.parse(claim.destination).configuration.webhook_endpoint,
+          'http://127.0.0.1:9/hook',
+          'and its stream',
+        );
         assert.ok(claim.secret !== null);
       }
 
       // Nothing is in flight now: every stream has its full room, and what the first claim holds is not handed out again.
-      const second = await claimDue(db, { leaseMs: 60_000 }, { limit: 100, perStream: 4, ...noReserve, running: new Map() });
+      const second = await claimDue(
+        db,
+        { leaseMs: 60_000 },
+        { limit: 100, perStream: 4, ...noReserve, running: new Map() },
+      );
       assert.deepEqual(per(second), { [a]: 4, [b]: 4, [c]: 4 });
       const held = new Set(first.map((r) => `${r.stream_id} ${r.event_id}`));
-      assert.ok(second.every((r) => !held.has(`${r.stream_id} ${r.event_id}`)), 'no delivery claimed twice while its lease runs');
+      assert.ok(
+        second.every((r) => !held.has(`${r.stream_id} ${r.event_id}`)),
+        'no delivery claimed twice while its lease runs',
+      );
 
       // Two claims at once (PostgreSQL: two connections) share the rest without overlap.
-      const [x, y] = await Promise.all([1, 2].map(() => claimDue(db, { leaseMs: 60_000 }, { limit: 50, perStream: 50, ...noReserve, running: new Map() })));
+      const [x, y] = await Promise.all(
+        [1, 2].map(() =>
+          claimDue(db, { leaseMs: 60_000 }, { limit: 50, perStream: 50, ...noReserve, running: new Map() }),
+        ),
+      );
       const keys = [...x!, ...y!].map((r) => `${r.stream_id} ${r.event_id}`);
       assert.equal(new Set(keys).size, keys.length);
       assert.equal(keys.length, 30 - first.length - second.length, 'together they claim every delivery left');
 
       // An expired lease makes a delivery due again.
-      const expired = await claimDue(db, { at: lease(120_000), leaseMs: 60_000 }, { limit: 100, perStream: 100, ...noReserve, running: new Map() });
+      const expired = await claimDue(
+        db,
+        { at: lease(120_000), leaseMs: 60_000 },
+        { limit: 100, perStream: 100, ...noReserve, running: new Map() },
+      );
       assert.equal(expired.length, 30);
     });
 
@@ -77,23 +109,55 @@ for (const kind of databaseKinds()) {
       const s = await stream('record');
       await queue(s, 3);
       const db = server.services.database;
-      const claimed = await claimDue(db, { leaseMs: 60_000 }, { limit: 3, perStream: 3, ...noReserve, running: new Map() });
+      const claimed = await claimDue(
+        db,
+        { leaseMs: 60_000 },
+        { limit: 3, perStream: 3, ...noReserve, running: new Map() },
+      );
       assert.equal(claimed.length, 3);
       // The third was redelivered (or re-claimed elsewhere) meanwhile: its lease is not the one the attempt holds.
-      await db.db.updateTable('deliveries').set({ claimed_until: lease(90_000) }).where('stream_id', '=', s).where('event_id', '=', claimed[2]!.event_id).execute();
+      await db.db
+        .updateTable('deliveries')
+        .set({ claimed_until: lease(90_000) })
+        .where('stream_id', '=', s)
+        .where('event_id', '=', claimed[2]!.event_id)
+        .execute();
       const at = new Date().toISOString();
       const outcome = (i: number, delivered: boolean): Outcome => ({
-        stream_id: s, event_id: claimed[i]!.event_id, lease: claimed[i]!.claimed_until,
-        status: delivered ? 'delivered' : 'pending', attempt_count: 1, next_attempt_at: delivered ? at : lease(1000), at, seq: claimed[i]!.attempt_seq + 1,
-        attempt_status: delivered ? 'delivered' : 'failed', error_message: delivered ? null : 'Unexpected status code 503 from POST http://127.0. ...', duration: 1.25,
+        stream_id: s,
+        event_id: claimed[i]!.event_id,
+        lease: claimed[i]!.claimed_until,
+        status: delivered ? 'delivered' : 'pending',
+        attempt_count: 1,
+        next_attempt_at: delivered ? at : lease(1000),
+        at,
+        seq: claimed[i]!.attempt_seq + 1,
+        attempt_status: delivered ? 'delivered' : 'failed',
+        error_message: delivered ? null : 'Unexpected status code 503 from POST http://127.0. ...',
+        duration: 1.25,
       });
       assert.equal(await recordOutcomes(db, [outcome(0, true), outcome(1, false), outcome(2, true)]), 2);
       const rows = await db.db.selectFrom('deliveries').selectAll().where('stream_id', '=', s).execute();
       const row = (i: number) => rows.find((r) => r.event_id === claimed[i]!.event_id)!;
-      assert.deepEqual([row(0).status, row(0).attempt_count, row(0).attempt_seq, row(0).claimed_until], ['delivered', 1, 1, null]);
-      assert.deepEqual([row(1).status, row(1).attempt_count, row(1).attempt_seq, row(1).claimed_until], ['pending', 1, 1, null]);
-      assert.deepEqual([row(2).status, row(2).attempt_count, row(2).attempt_seq], ['pending', 0, 0], 'not recorded: the lease is someone else\'s');
-      const attempts = await db.db.selectFrom('delivery_attempts').selectAll().where('stream_id', '=', s).orderBy('event_id').execute();
+      assert.deepEqual(
+        [row(0).status, row(0).attempt_count, row(0).attempt_seq, row(0).claimed_until],
+        ['delivered', 1, 1, null],
+      );
+      assert.deepEqual(
+        [row(1).status, row(1).attempt_count, row(1).attempt_seq, row(1).claimed_until],
+        ['pending', 1, 1, null],
+      );
+      assert.deepEqual(
+        [row(2).status, row(2).attempt_count, row(2).attempt_seq],
+        ['pending', 0, 0],
+        "not recorded: the lease is someone else's",
+      );
+      const attempts = await db.db
+        .selectFrom('delivery_attempts')
+        .selectAll()
+        .where('stream_id', '=', s)
+        .orderBy('event_id')
+        .execute();
       assert.deepEqual(
         attempts.map((a) => [a.event_id, a.seq, a.status, a.error_message, Number(a.duration)]).sort(),
         [
@@ -111,7 +175,11 @@ for (const kind of databaseKinds()) {
     let receiver: WebhookReceiver;
     before(async () => {
       receiver = await startWebhookReceiver();
-      server = await startTestServer(kind, { DELIVERY_ALLOW_HTTP: 'true', DELIVERY_RETRY_SCHEDULE_MS: '50,50,50', ...NEVER_POLL });
+      server = await startTestServer(kind, {
+        DELIVERY_ALLOW_HTTP: 'true',
+        DELIVERY_RETRY_SCHEDULE_MS: '50,50,50',
+        ...NEVER_POLL,
+      });
     });
     after(async () => {
       await server.close();
@@ -119,16 +187,36 @@ for (const kind of databaseKinds()) {
     });
 
     it('delivers user changes, test events, redeliveries and retries while the poll never comes', async () => {
-      const created = await server.request({ method: 'POST', url: '/api/v2/event-streams', payload: { name: 'wake', subscriptions: [{ event_type: 'user.created' }], destination: webhook(receiver.url) } });
+      const created = await server.request({
+        method: 'POST',
+        url: '/api/v2/event-streams',
+        payload: { name: 'wake', subscriptions: [{ event_type: 'user.created' }], destination: webhook(receiver.url) },
+      });
       assert.equal(created.statusCode, 201, created.body);
       const streamId = created.json().id as string;
       // Refused, then 503 (a retry the worker schedules for itself), then accepted.
       receiver.program([400, 503], 204);
-      const user = await server.request({ method: 'POST', url: '/api/v2/users', payload: { connection: 'Username-Password-Authentication', email: 'wake@example.com', password: 'correct horse battery' } });
+      const user = await server.request({
+        method: 'POST',
+        url: '/api/v2/users',
+        payload: {
+          connection: 'Username-Password-Authentication',
+          email: 'wake@example.com',
+          password: 'correct horse battery',
+        },
+      });
       assert.equal(user.statusCode, 201, user.body);
       const [first] = await receiver.waitFor((r) => r.length >= 1, 30_000);
       const eventId = first!.json().id as string;
-      const status = async () => (await server.services.database.db.selectFrom('deliveries').select('status').where('stream_id', '=', streamId).where('event_id', '=', eventId).executeTakeFirstOrThrow()).status;
+      const status = async () =>
+        (
+          await server.services.database.db
+            .selectFrom('deliveries')
+            .select('status')
+            .where('stream_id', '=', streamId)
+            .where('event_id', '=', eventId)
+            .executeTakeFirstOrThrow()
+        ).status;
       const waitFor = async (wanted: string) => {
         const deadline = Date.now() + 30_000;
         while ((await status()) !== wanted) {
@@ -138,50 +226,96 @@ for (const kind of databaseKinds()) {
       };
       await waitFor('failed');
 
-      const again = await server.request({ method: 'POST', url: `/api/v2/event-streams/${streamId}/redeliver/${eventId}` });
+      const again = await server.request({
+        method: 'POST',
+        url: `/api/v2/event-streams/${streamId}/redeliver/${eventId}`,
+      });
       assert.equal(again.statusCode, 202);
       await receiver.waitFor((r) => r.length >= 3, 30_000);
       await waitFor('delivered');
-      const attempts = await server.services.database.db.selectFrom('delivery_attempts').select('status').where('stream_id', '=', streamId).where('event_id', '=', eventId).orderBy('seq').execute();
-      assert.deepEqual(attempts.map((a) => a.status), ['failed', 'retrying', 'failed', 'delivered']);
+      const attempts = await server.services.database.db
+        .selectFrom('delivery_attempts')
+        .select('status')
+        .where('stream_id', '=', streamId)
+        .where('event_id', '=', eventId)
+        .orderBy('seq')
+        .execute();
+      assert.deepEqual(
+        attempts.map((a) => a.status),
+        ['failed', 'retrying', 'failed', 'delivered'],
+      );
 
-      const test = await server.request({ method: 'POST', url: `/api/v2/event-streams/${streamId}/test`, payload: { event_type: 'user.created' } });
+      const test = await server.request({
+        method: 'POST',
+        url: `/api/v2/event-streams/${streamId}/test`,
+        payload: { event_type: 'user.created' },
+      });
       assert.equal(test.statusCode, 202);
       const requests = await receiver.waitFor((r) => r.length >= 4, 30_000);
       assert.equal(requests[3]!.json().id, test.json().id);
     });
   });
 
-  describe(`a commit on one node wakes the worker of another (${kind})`, { skip: kind === 'sqlite' && 'SQLite is single-node' }, () => {
-    let api: TestServer;
-    let worker: Services;
-    let receiver: WebhookReceiver;
-    before(async () => {
-      receiver = await startWebhookReceiver();
-      // The node taking the requests has no worker; the other one only works (and would poll in ten minutes).
-      api = await startTestServer(kind, { DELIVERY_ALLOW_HTTP: 'true', DELIVERY_WORKER: 'false' });
-      worker = await createServices(loadConfig({
-        DATA_DIR: api.database.dataDir, DATABASE_URL: api.database.databaseUrl, LOG_LEVEL: 'silent', DELIVERY_ALLOW_HTTP: 'true', ...NEVER_POLL,
-      }));
-    });
-    after(async () => {
-      await worker.close();
-      await api.close();
-      await receiver.close();
-    });
+  describe(
+    `a commit on one node wakes the worker of another (${kind})`,
+    { skip: kind === 'sqlite' && 'SQLite is single-node' },
+    () => {
+      let api: TestServer;
+      let worker: Services;
+      let receiver: WebhookReceiver;
+      before(async () => {
+        receiver = await startWebhookReceiver();
+        // The node taking the requests has no worker; the other one only works (and would poll in ten minutes).
+        api = await startTestServer(kind, { DELIVERY_ALLOW_HTTP: 'true', DELIVERY_WORKER: 'false' });
+        worker = await createServices(
+          loadConfig({
+            DATA_DIR: api.database.dataDir,
+            DATABASE_URL: api.database.databaseUrl,
+            LOG_LEVEL: 'silent',
+            DELIVERY_ALLOW_HTTP: 'true',
+            ...NEVER_POLL,
+          }),
+        );
+      });
+      after(async () => {
+        await worker.close();
+        await api.close();
+        await receiver.close();
+      });
 
-    it('the other node sends the event of every user the first one creates', async () => {
-      const created = await api.request({ method: 'POST', url: '/api/v2/event-streams', payload: { name: 'cross-node', subscriptions: [{ event_type: 'user.created' }], destination: webhook(receiver.url) } });
-      assert.equal(created.statusCode, 201, created.body);
-      const emails: string[] = [];
-      for (let i = 0; i < 3; i++) {
-        const email = `node-${i}@example.com`;
-        assert.equal((await api.request({ method: 'POST', url: '/api/v2/users', payload: { connection: 'Username-Password-Authentication', email, password: 'correct horse battery' } })).statusCode, 201);
-        emails.push(email);
-        // One at a time: each event is sent before the next user exists, so each commit woke the worker.
-        await receiver.waitFor((r) => r.length >= i + 1, 30_000);
-      }
-      assert.deepEqual(receiver.requests.map((r) => r.json().data.object.email), emails);
-    });
-  });
+      it('the other node sends the event of every user the first one creates', async () => {
+        const created = await api.request({
+          method: 'POST',
+          url: '/api/v2/event-streams',
+          payload: {
+            name: 'cross-node',
+            subscriptions: [{ event_type: 'user.created' }],
+            destination: webhook(receiver.url),
+          },
+        });
+        assert.equal(created.statusCode, 201, created.body);
+        const emails: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          const email = `node-${i}@example.com`;
+          assert.equal(
+            (
+              await api.request({
+                method: 'POST',
+                url: '/api/v2/users',
+                payload: { connection: 'Username-Password-Authentication', email, password: 'correct horse battery' },
+              })
+            ).statusCode,
+            201,
+          );
+          emails.push(email);
+          // One at a time: each event is sent before the next user exists, so each commit woke the worker.
+          await receiver.waitFor((r) => r.length >= i + 1, 30_000);
+        }
+        assert.deepEqual(
+          receiver.requests.map((r) => r.json().data.object.email),
+          emails,
+        );
+      });
+    },
+  );
 }

@@ -145,7 +145,7 @@ describe('validationError gives each part its error code', () => {
   });
 });
 
-describe('the messages services give after the schema passed are the formatter\'s', () => {
+describe("the messages services give after the schema passed are the formatter's", () => {
   // Each pair: the factory call a service makes, and the exact text clients have always received.
   const cases: Array<[string, ReturnType<typeof badRequest.payload>, string, string]> = [
     [

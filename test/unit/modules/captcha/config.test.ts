@@ -17,14 +17,19 @@ describe('providersToStore', () => {
   });
 
   it('stores nothing of simple_captcha, and nothing for providers not given', () => {
-    assert.deepEqual(providersToStore({ simple_captcha: { anything: 1 } as never, active_provider_id: 'hcaptcha' }), []);
+    assert.deepEqual(
+      providersToStore({ simple_captcha: { anything: 1 } as never, active_provider_id: 'hcaptcha' }),
+      [],
+    );
   });
 });
 
 describe('captchaConfig', () => {
   it('answers the documented default for a tenant that stored nothing', () => {
     assert.deepEqual(captchaConfig({ activeProviderId: undefined, providers: [] }), {
-      active_provider_id: 'auth_challenge', simple_captcha: {}, auth_challenge: { fail_open: false },
+      active_provider_id: 'auth_challenge',
+      simple_captcha: {},
+      auth_challenge: { fail_open: false },
     });
   });
 
@@ -37,7 +42,13 @@ describe('captchaConfig', () => {
         { provider: 'auth_challenge', settings: '{"fail_open":true}' },
       ],
     });
-    assert.deepEqual(Object.keys(config), ['active_provider_id', 'simple_captcha', 'auth_challenge', 'recaptcha_v2', 'hcaptcha']);
+    assert.deepEqual(Object.keys(config), [
+      'active_provider_id',
+      'simple_captcha',
+      'auth_challenge',
+      'recaptcha_v2',
+      'hcaptcha',
+    ]);
     assert.deepEqual(config.auth_challenge, { fail_open: true });
     assert.equal(config.active_provider_id, 'hcaptcha');
   });

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  TAKEN, afterVerify, awaitsApiKey, describeWindow, firstCheckAt, recheckDelay, recheckVerdict, verdict,
+  TAKEN,
+  afterVerify,
+  awaitsApiKey,
+  describeWindow,
+  firstCheckAt,
+  recheckDelay,
+  recheckVerdict,
+  verdict,
   type VerificationSchedule,
 } from '../../../../src/modules/custom-domains/verification.ts';
 import type { CustomDomainRow } from '../../../../src/modules/custom-domains/store.ts';
@@ -18,11 +25,26 @@ const missing = { ok: false, error: 'No CNAME record found for login.example (EN
 
 function row(members: Partial<CustomDomainRow> = {}): CustomDomainRow {
   return {
-    id: 'cd_1', tenant_id: 't', domain: 'login.example', type: 'svc_managed_certs', status: 'pending_verification',
-    is_primary: 1, verification_record: 'target.edge', verification_status: 'pending', verification_error: 'earlier',
-    last_verified_at: null, custom_client_ip_header: null, tls_policy: 'recommended', domain_metadata: null,
-    relying_party_identifier: null, cname_api_key_hash: null, created_at: created,
-    next_check_at: after(60_000).toISOString(), check_count: 2, check_claimed_until: null, ...members,
+    id: 'cd_1',
+    tenant_id: 't',
+    domain: 'login.example',
+    type: 'svc_managed_certs',
+    status: 'pending_verification',
+    is_primary: 1,
+    verification_record: 'target.edge',
+    verification_status: 'pending',
+    verification_error: 'earlier',
+    last_verified_at: null,
+    custom_client_ip_header: null,
+    tls_policy: 'recommended',
+    domain_metadata: null,
+    relying_party_identifier: null,
+    cname_api_key_hash: null,
+    created_at: created,
+    next_check_at: after(60_000).toISOString(),
+    check_count: 2,
+    check_claimed_until: null,
+    ...members,
   };
 }
 
@@ -30,7 +52,9 @@ describe('verification verdict', () => {
   it('makes a domain ready on a successful check, stamped to the second', () => {
     const at = new Date('2026-03-12T10:11:12.345Z');
     assert.deepEqual(verdict(pending, ok, at, WINDOW), {
-      status: 'ready', verification_status: 'verified', verification_error: null,
+      status: 'ready',
+      verification_status: 'verified',
+      verification_error: null,
       last_verified_at: '2026-03-12T10:11:12Z',
     });
   });
@@ -41,18 +65,24 @@ describe('verification verdict', () => {
 
   it('keeps a domain pending with the finding while the window is open', () => {
     assert.deepEqual(verdict(pending, missing, after(HOUR), WINDOW), {
-      status: 'pending_verification', verification_status: 'pending', verification_error: missing.error,
+      status: 'pending_verification',
+      verification_status: 'pending',
+      verification_error: missing.error,
     });
   });
 
   it('fails a domain once the window is over, saying how long it was', () => {
     const window = schedule.verifyWindowMs;
     assert.deepEqual(verdict(pending, missing, after(window), window), {
-      status: 'failed', verification_status: 'failed',
+      status: 'failed',
+      verification_status: 'failed',
       verification_error: `Verification did not succeed within 48 hours: ${missing.error}`,
     });
-    assert.equal(verdict(pending, missing, after(window - 1), window).status,
-      'pending_verification', 'one millisecond before, still pending');
+    assert.equal(
+      verdict(pending, missing, after(window - 1), window).status,
+      'pending_verification',
+      'one millisecond before, still pending',
+    );
   });
 
   it('keeps a failed domain failed on another failed check, within the window too', () => {

@@ -15,11 +15,22 @@ describe('mergeTemplate', () => {
   });
 
   it('restores the default of a member set to null, and omits optional members left unset', () => {
-    const custom = mergeTemplate(DEFAULT, { subject: 'Custom', from: 'me@example.com', resultUrl: 'https://example.com/done' });
+    const custom = mergeTemplate(DEFAULT, {
+      subject: 'Custom',
+      from: 'me@example.com',
+      resultUrl: 'https://example.com/done',
+    });
     const restored = mergeTemplate(custom, { subject: null, from: null });
     assert.equal(restored.subject, DEFAULT.subject);
     assert.equal('from' in restored, false);
     assert.equal(restored.resultUrl, 'https://example.com/done');
-    assert.deepEqual(Object.keys(mergeTemplate(DEFAULT, {})), ['template', 'body', 'subject', 'syntax', 'includeEmailInRedirect', 'enabled']);
+    assert.deepEqual(Object.keys(mergeTemplate(DEFAULT, {})), [
+      'template',
+      'body',
+      'subject',
+      'syntax',
+      'includeEmailInRedirect',
+      'enabled',
+    ]);
   });
 });

@@ -16,9 +16,18 @@ describe('which failed deliveries a request is about', () => {
   });
 
   it('a listing takes its event types and its time window, times with milliseconds as they are stored', () => {
-    assert.deepEqual(listingFilter({ event_types: 'user.created,user.updated', date_from: '2025-01-01T00:00:00Z', date_to: '2025-02-01T00:00:00Z' }), {
-      eventTypes: ['user.created', 'user.updated'], timeFrom: '2025-01-01T00:00:00.000Z', timeTo: '2025-02-01T00:00:00.000Z',
-    });
+    assert.deepEqual(
+      listingFilter({
+        event_types: 'user.created,user.updated',
+        date_from: '2025-01-01T00:00:00Z',
+        date_to: '2025-02-01T00:00:00Z',
+      }),
+      {
+        eventTypes: ['user.created', 'user.updated'],
+        timeFrom: '2025-01-01T00:00:00.000Z',
+        timeTo: '2025-02-01T00:00:00.000Z',
+      },
+    );
     assert.deepEqual(listingFilter({ event_types: ',' }), {});
   });
 
@@ -26,7 +35,8 @@ describe('which failed deliveries a request is about', () => {
     assert.equal(redeliveryFilter({ statuses: [] }), undefined);
     assert.deepEqual(redeliveryFilter({ statuses: ['failed'], event_types: [] }), {});
     assert.deepEqual(redeliveryFilter({ event_types: ['user.deleted'], date_from: '2025-01-01T10:00:00Z' }), {
-      eventTypes: ['user.deleted'], timeFrom: '2025-01-01T10:00:00.000Z',
+      eventTypes: ['user.deleted'],
+      timeFrom: '2025-01-01T10:00:00.000Z',
     });
     assert.deepEqual(redeliveryFilter({ date_to: '2025-01-01T10:00:00Z' }), { timeTo: '2025-01-01T10:00:00.000Z' });
   });

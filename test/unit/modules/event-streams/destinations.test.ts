@@ -8,8 +8,10 @@ import { SecretBox } from '../../../../src/secret-box.ts';
 
 const box = SecretBox.fromKey('22'.repeat(32));
 const development = new Destinations(box, undefined);
-const bearer = (endpoint: string, token?: string): CheckedWebhook =>
-  ({ endpoint, auth: { method: 'bearer', ...(token === undefined ? {} : { token }) } });
+const bearer = (endpoint: string, token?: string): CheckedWebhook => ({
+  endpoint,
+  auth: { method: 'bearer', ...(token === undefined ? {} : { token }) },
+});
 /** What a stored stream keeps of its destination. */
 const stored = (webhook: CheckedWebhook) => {
   const sealed = development.seal(webhook, undefined);
@@ -21,7 +23,8 @@ describe("a stream's destination", () => {
   it('keeps the secret sealed, out of what the API shows', () => {
     const sealed = development.seal(bearer('https://hooks.example/a', 'tok'), undefined);
     assert.deepEqual(sealed.destination, {
-      type: 'webhook', configuration: { webhook_endpoint: 'https://hooks.example/a', webhook_authorization: { method: 'bearer' } },
+      type: 'webhook',
+      configuration: { webhook_endpoint: 'https://hooks.example/a', webhook_authorization: { method: 'bearer' } },
     });
     assert.equal(openSecret(box, sealed.secret), 'tok');
     assert.equal(openSecret(box, null), undefined);
@@ -35,7 +38,8 @@ describe("a stream's destination", () => {
       refusal(/stored token is only sent to the origin it was given for \(https:\/\/hooks\.example\); send it again/),
     );
     assert.throws(
-      () => development.seal({ endpoint: 'https://hooks.example/a', auth: { method: 'basic', username: 'u' } }, current),
+      () =>
+        development.seal({ endpoint: 'https://hooks.example/a', auth: { method: 'basic', username: 'u' } }, current),
       refusal(/^Payload validation error: 'Missing required property: password'/),
     );
   });
@@ -43,7 +47,11 @@ describe("a stream's destination", () => {
   it('refuses a custom header the sender sets itself or that steers the connection', () => {
     for (const header_key of ['Webhook-Signature', 'host', 'Proxy-Authorization']) {
       assert.throws(
-        () => development.seal({ endpoint: 'https://hooks.example/a', auth: { method: 'custom_header', header_key, header_value: 'v' } }, undefined),
+        () =>
+          development.seal(
+            { endpoint: 'https://hooks.example/a', auth: { method: 'custom_header', header_key, header_value: 'v' } },
+            undefined,
+          ),
         refusal(/is set by the server itself and cannot carry the secret/),
       );
     }
@@ -51,14 +59,25 @@ describe("a stream's destination", () => {
 
   it('accepts webhooks only, https:// only outside development mode', async () => {
     const destination = (type: string, endpoint: string) =>
-      ({ type, configuration: { webhook_endpoint: endpoint, webhook_authorization: { method: 'bearer', token: 't' } } }) as Destination;
-    await assert.rejects(development.check(destination('eventbridge', 'https://hooks.example/a')), (error: ApiError) =>
-      error.statusCode === 400 && error.errorCode === 'operation_not_supported');
+      ({
+        type,
+        configuration: { webhook_endpoint: endpoint, webhook_authorization: { method: 'bearer', token: 't' } },
+      }) as Destination;
+    await assert.rejects(
+      development.check(destination('eventbridge', 'https://hooks.example/a')),
+      (error: ApiError) => error.statusCode === 400 && error.errorCode === 'operation_not_supported',
+    );
     await development.check(destination('webhook', 'http://127.0.0.1/hook'));
-    await assert.rejects(development.check(destination('webhook', 'ftp://hooks.example/a')), refusal(/does not match pattern/));
+    await assert.rejects(
+      development.check(destination('webhook', 'ftp://hooks.example/a')),
+      refusal(/does not match pattern/),
+    );
     // Allow-listed by name: no DNS server is asked.
     const guarded = new Destinations(box, new EndpointGuard({ allowedHosts: ['hooks.example'], dnsServers: [] }));
     await guarded.check(destination('webhook', 'https://hooks.example/a'));
-    await assert.rejects(guarded.check(destination('webhook', 'http://hooks.example/a')), refusal(/does not match pattern \^https/));
+    await assert.rejects(
+      guarded.check(destination('webhook', 'http://hooks.example/a')),
+      refusal(/does not match pattern \^https/),
+    );
   });
 });

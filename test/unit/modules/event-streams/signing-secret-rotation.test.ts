@@ -1,14 +1,26 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  live, newSigningSecret, openSigningSecrets, rotate, sealSigningSecrets, signingKey, without, withoutSecret, type StoredSigningSecret,
+  live,
+  newSigningSecret,
+  openSigningSecrets,
+  rotate,
+  sealSigningSecrets,
+  signingKey,
+  without,
+  withoutSecret,
+  type StoredSigningSecret,
 } from '../../../../src/modules/event-streams/signing-secret-rotation.ts';
 import { SecretBox } from '../../../../src/secret-box.ts';
 
 const AT = '2025-03-01T12:00:00.000Z';
 const after = (seconds: number) => new Date(Date.parse(AT) + seconds * 1000).toISOString();
-const secret = (id: string, expires_at?: string): StoredSigningSecret =>
-  ({ id, secret: 'whsec_AAAA', created_at: AT, ...(expires_at === undefined ? {} : { expires_at }) });
+const secret = (id: string, expires_at?: string): StoredSigningSecret => ({
+  id,
+  secret: 'whsec_AAAA',
+  created_at: AT,
+  ...(expires_at === undefined ? {} : { expires_at }),
+});
 
 describe('rotating the signing secrets of a stream', () => {
   it('makes secrets Standard Webhooks libraries take: whsec_ and 32 random bytes in base64', () => {
@@ -25,8 +37,14 @@ describe('rotating the signing secrets of a stream', () => {
 
   it('the replaced secret signs on for the overlap, never longer than it was going to, and older ones go', () => {
     assert.deepEqual(rotate([secret('old')], secret('new'), AT, 3600), [secret('new'), secret('old', after(3600))]);
-    assert.deepEqual(rotate([secret('b'), secret('a', after(60))], secret('c'), AT, 3600), [secret('c'), secret('b', after(3600))]);
-    assert.deepEqual(rotate([secret('old', after(60))], secret('new'), AT, 3600), [secret('new'), secret('old', after(60))]);
+    assert.deepEqual(rotate([secret('b'), secret('a', after(60))], secret('c'), AT, 3600), [
+      secret('c'),
+      secret('b', after(3600)),
+    ]);
+    assert.deepEqual(rotate([secret('old', after(60))], secret('new'), AT, 3600), [
+      secret('new'),
+      secret('old', after(60)),
+    ]);
   });
 
   it('signs only with secrets not expired yet', () => {

@@ -5,8 +5,13 @@ import { checkClaims, domainOfAudience, domainOfIssuer } from '../../../../src/m
 const NOW = 1_800_000_000;
 const domains = new Set(['tenant.test', 'login.brand.test']);
 const valid = {
-  iss: 'https://tenant.test/', sub: 'client-1@clients', aud: 'https://tenant.test/api/v2/',
-  iat: NOW - 10, exp: NOW + 3600, scope: 'read:users  create:users', azp: 'client-1',
+  iss: 'https://tenant.test/',
+  sub: 'client-1@clients',
+  aud: 'https://tenant.test/api/v2/',
+  iat: NOW - 10,
+  exp: NOW + 3600,
+  scope: 'read:users  create:users',
+  azp: 'client-1',
 };
 
 const refusedWith = (message: string) => (error: unknown) => {
@@ -34,8 +39,10 @@ describe('access token claims', () => {
   });
 
   it('refuses an expired token, at its expiry second too', () => {
-    assert.throws(() => checkClaims({ ...valid, exp: NOW }, NOW, domains),
-      refusedWith('Expired token received for JSON Web Token validation'));
+    assert.throws(
+      () => checkClaims({ ...valid, exp: NOW }, NOW, domains),
+      refusedWith('Expired token received for JSON Web Token validation'),
+    );
   });
 
   it('refuses a token without a numeric exp or a string sub as invalid', () => {
@@ -51,13 +58,19 @@ describe('access token claims', () => {
   });
 
   it('refuses an issuer or audience outside the tenant, checking the issuer first', () => {
-    assert.throws(() => checkClaims({ ...valid, iss: 'https://other.test/' }, NOW, domains),
-      refusedWith('Bad issuer: https://other.test/'));
-    assert.throws(() => checkClaims({ ...valid, iss: 'https://other.test/', aud: 'x' }, NOW, domains),
-      refusedWith('Bad issuer: https://other.test/'));
+    assert.throws(
+      () => checkClaims({ ...valid, iss: 'https://other.test/' }, NOW, domains),
+      refusedWith('Bad issuer: https://other.test/'),
+    );
+    assert.throws(
+      () => checkClaims({ ...valid, iss: 'https://other.test/', aud: 'x' }, NOW, domains),
+      refusedWith('Bad issuer: https://other.test/'),
+    );
     const aud = ['https://other.test/api/v2/', 'https://tenant.test/'];
-    assert.throws(() => checkClaims({ ...valid, aud }, NOW, domains),
-      refusedWith('Bad audience: https://other.test/api/v2/ https://tenant.test/'));
+    assert.throws(
+      () => checkClaims({ ...valid, aud }, NOW, domains),
+      refusedWith('Bad audience: https://other.test/api/v2/ https://tenant.test/'),
+    );
   });
 
   it('reads domains out of issuers and audiences only in their exact shape', () => {

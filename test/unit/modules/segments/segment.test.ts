@@ -6,9 +6,15 @@ import { pageOf, toSegment, updatedRecord } from '../../../../src/modules/segmen
 import type { SegmentRecord } from '../../../../src/modules/segments/store.ts';
 
 const record = (id: string, overrides: Partial<SegmentRecord> = {}): SegmentRecord => ({
-  tenant_id: 't', id, name: `name ${id}`, description: null, type: 'self',
+  tenant_id: 't',
+  id,
+  name: `name ${id}`,
+  description: null,
+  type: 'self',
   rules: JSON.stringify([{ match: { country: ['FR'] } }]),
-  created_at: '2024-01-01T00:00:00.000Z', updated_at: '2024-01-01T00:00:00.000Z', ...overrides,
+  created_at: '2024-01-01T00:00:00.000Z',
+  updated_at: '2024-01-01T00:00:00.000Z',
+  ...overrides,
 });
 
 describe('toSegment', () => {
@@ -32,16 +38,25 @@ describe('updatedRecord', () => {
   });
 
   it('refuses to change a segment the service provides', () => {
-    assert.throws(() => updatedRecord(record('seg_1', { type: 'svc' }), { name: 'mine' }), (error) =>
-      error instanceof ApiError && error.statusCode === 403 && error.message === 'Segment cannot be modified.');
+    assert.throws(
+      () => updatedRecord(record('seg_1', { type: 'svc' }), { name: 'mine' }),
+      (error) =>
+        error instanceof ApiError && error.statusCode === 403 && error.message === 'Segment cannot be modified.',
+    );
   });
 });
 
 describe('pageOf', () => {
   it('returns a cursor to the last id only when a record past the page was read', () => {
     const full = pageOf([record('seg_1'), record('seg_2'), record('seg_3')], 2);
-    assert.deepEqual(full.segments.map((s) => s.id), ['seg_1', 'seg_2']);
-    assert.equal(decodeCursor(full.next!, () => true), 'seg_2');
+    assert.deepEqual(
+      full.segments.map((s) => s.id),
+      ['seg_1', 'seg_2'],
+    );
+    assert.equal(
+      decodeCursor(full.next!, () => true),
+      'seg_2',
+    );
     const last = pageOf([record('seg_1'), record('seg_2')], 2);
     assert.equal(last.segments.length, 2);
     assert.equal('next' in last, false);

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { applyProfileChanges, buildUser, parseFields, project, separateIdpTokens, type User } from '../../../../src/modules/users/user.ts';
+import {
+  applyProfileChanges,
+  buildUser,
+  parseFields,
+  project,
+  separateIdpTokens,
+  type User,
+} from '../../../../src/modules/users/user.ts';
 
 const AT = '2024-01-02T03:04:05.000Z';
 const own = { connection: 'Username-Password-Authentication', user_id: 'abc', provider: 'svc', isSocial: false };
@@ -50,11 +57,19 @@ describe('project', () => {
 
 describe('applyProfileChanges', () => {
   const stored = (identities = [own]): User => ({
-    ...buildUser({ email: 'a@example.com', user_metadata: { keep: 1, drop: 2 }, app_metadata: { plan: 'free' } }, identities, 'svc|abc', AT),
+    ...buildUser(
+      { email: 'a@example.com', user_metadata: { keep: 1, drop: 2 }, app_metadata: { plan: 'free' } },
+      identities,
+      'svc|abc',
+      AT,
+    ),
   });
 
   it('merges metadata one level deep, a null member removing its key', () => {
-    const changed = applyProfileChanges(stored(), { user_metadata: { drop: null, added: { deep: true } } as never, app_metadata: { plan: 'pro' } });
+    const changed = applyProfileChanges(stored(), {
+      user_metadata: { drop: null, added: { deep: true } } as never,
+      app_metadata: { plan: 'pro' },
+    });
     assert.deepEqual(changed.user_metadata, { keep: 1, added: { deep: true } });
     assert.deepEqual(changed.app_metadata, { plan: 'pro' });
   });
@@ -70,7 +85,10 @@ describe('applyProfileChanges', () => {
 
   it('lower-cases a new email for the server’s own users only', () => {
     assert.equal(applyProfileChanges(stored(), { email: 'New@Example.COM' }).email, 'new@example.com');
-    assert.equal(applyProfileChanges(stored([{ ...own, provider: 'auth0' }]), { email: 'New@Example.COM' }).email, 'new@example.com');
+    assert.equal(
+      applyProfileChanges(stored([{ ...own, provider: 'auth0' }]), { email: 'New@Example.COM' }).email,
+      'new@example.com',
+    );
     assert.equal(applyProfileChanges(stored([google]), { email: 'New@Example.COM' }).email, 'New@Example.COM');
   });
 });

@@ -5,8 +5,13 @@ import { newTicket, ticketState } from '../../../../../src/modules/email-verific
 
 const AT = '2024-01-01T00:00:00.000Z';
 const input = {
-  tenantId: 't', userId: 'svc|1', email: 'a@example.com', domain: 'login.acme.com',
-  resultUrl: undefined, ttlSeconds: undefined, includeEmailInRedirect: true,
+  tenantId: 't',
+  userId: 'svc|1',
+  email: 'a@example.com',
+  domain: 'login.acme.com',
+  resultUrl: undefined,
+  ttlSeconds: undefined,
+  includeEmailInRedirect: true,
 };
 
 describe('newTicket', () => {
@@ -41,6 +46,10 @@ describe('ticketState', () => {
     assert.equal(ticketState({ used_at: null, expires_at: expiresAt }, AT), 'usable');
     assert.equal(ticketState({ used_at: AT, expires_at: expiresAt }, AT), 'used');
     assert.equal(ticketState({ used_at: null, expires_at: expiresAt }, expiresAt), 'expired');
-    assert.equal(ticketState({ used_at: AT, expires_at: AT }, expiresAt), 'used', 'a used ticket says so, even once expired');
+    assert.equal(
+      ticketState({ used_at: AT, expires_at: AT }, expiresAt),
+      'used',
+      'a used ticket says so, even once expired',
+    );
   });
 });

@@ -1,20 +1,33 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  cooldownMs, disabledReason, runAfter, tally, type StreamRun, type Tally,
+  cooldownMs,
+  disabledReason,
+  runAfter,
+  tally,
+  type StreamRun,
+  type Tally,
 } from '../../../../../src/modules/event-streams/delivery/circuit.ts';
 
 const AT = '2025-03-01T12:00:00.000Z';
 const after = (ms: number) => new Date(Date.parse(AT) + ms).toISOString();
 const rules = { openAfter: 3, cooldownMs: 1_000, disableAfter: 10 };
-const stream = (run: number, openUntil: string | null = null, status: StreamRun['status'] = 'enabled'): StreamRun =>
-  ({ consecutive_failures: run, circuit_open_until: openUntil, status });
+const stream = (run: number, openUntil: string | null = null, status: StreamRun['status'] = 'enabled'): StreamRun => ({
+  consecutive_failures: run,
+  circuit_open_until: openUntil,
+  status,
+});
 const failures = (count: number, reset = false): Tally => ({ reset, failures: count, at: AT });
 
 describe('counting a batch of attempts per stream', () => {
   it('counts the failures after the last success, and notes that one succeeded and when the last ended', () => {
     let counted: Tally | undefined;
-    for (const [status, at] of [['failed', 't1'], ['delivered', 't2'], ['failed', 't3'], ['failed', 't4']] as const) {
+    for (const [status, at] of [
+      ['failed', 't1'],
+      ['delivered', 't2'],
+      ['failed', 't3'],
+      ['failed', 't4'],
+    ] as const) {
       counted = tally(counted, { attempt_status: status, at });
     }
     assert.deepEqual(counted, { reset: true, failures: 2, at: 't4' });
@@ -40,8 +53,16 @@ describe("a stream's run of failures and its circuit", () => {
   });
 
   it('a success starts the run over and closes the circuit; failures after it count from zero', () => {
-    assert.deepEqual(runAfter(stream(5, after(500)), failures(0, true), rules), { run: 0, openUntil: null, disabled: false });
-    assert.deepEqual(runAfter(stream(5, after(500)), failures(3, true), rules), { run: 3, openUntil: after(1_000), disabled: false });
+    assert.deepEqual(runAfter(stream(5, after(500)), failures(0, true), rules), {
+      run: 0,
+      openUntil: null,
+      disabled: false,
+    });
+    assert.deepEqual(runAfter(stream(5, after(500)), failures(3, true), rules), {
+      run: 3,
+      openUntil: after(1_000),
+      disabled: false,
+    });
   });
 
   it('reports no change when neither the run nor the circuit moves', () => {

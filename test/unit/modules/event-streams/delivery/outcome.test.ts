@@ -6,15 +6,28 @@ const AT = '2025-03-01T12:00:00.000Z';
 const after = (ms: number) => new Date(Date.parse(AT) + ms).toISOString();
 const settings = { deliveryRetryScheduleMs: [1_000, 10_000, 60_000], deliveryRetryAfterMaxMs: 3_600_000 };
 const claim = (attempts: number): AttemptedDelivery => ({
-  stream_id: 'est_1', event_id: 'evt_1', attempt_count: attempts, attempt_seq: attempts + 2, claimed_until: '2025-03-01T12:01:00.000Z',
+  stream_id: 'est_1',
+  event_id: 'evt_1',
+  attempt_count: attempts,
+  attempt_seq: attempts + 2,
+  claimed_until: '2025-03-01T12:01:00.000Z',
 });
 
 describe('what an attempt means for its delivery', () => {
   it('a delivered attempt ends the delivery, under the lease it was made with, as the next row of its history', () => {
     const outcome = outcomeOf(claim(1), { kind: 'delivered', durationMs: 12.3456789 }, settings, AT);
     assert.deepEqual(outcome, {
-      stream_id: 'est_1', event_id: 'evt_1', lease: '2025-03-01T12:01:00.000Z', status: 'delivered', attempt_count: 2,
-      next_attempt_at: AT, at: AT, seq: 4, attempt_status: 'delivered', error_message: null, duration: 12.346,
+      stream_id: 'est_1',
+      event_id: 'evt_1',
+      lease: '2025-03-01T12:01:00.000Z',
+      status: 'delivered',
+      attempt_count: 2,
+      next_attempt_at: AT,
+      at: AT,
+      seq: 4,
+      attempt_status: 'delivered',
+      error_message: null,
+      duration: 12.346,
     });
   });
 
@@ -24,11 +37,19 @@ describe('what an attempt means for its delivery', () => {
     assert.equal(first.attempt_status, 'failed');
     assert.equal(first.error_message, 'HTTP 503');
     assert.equal(first.next_attempt_at, after(1_000));
-    assert.equal(outcomeOf(claim(2), { kind: 'retryable', durationMs: 5, error: 'timeout' }, settings, AT).next_attempt_at, after(60_000));
+    assert.equal(
+      outcomeOf(claim(2), { kind: 'retryable', durationMs: 5, error: 'timeout' }, settings, AT).next_attempt_at,
+      after(60_000),
+    );
   });
 
   it('fails for good once the schedule is used up, whatever the endpoint asked', () => {
-    const last = outcomeOf(claim(3), { kind: 'retryable', durationMs: 5, error: 'HTTP 429', retryAfterMs: 1_000 }, settings, AT);
+    const last = outcomeOf(
+      claim(3),
+      { kind: 'retryable', durationMs: 5, error: 'HTTP 429', retryAfterMs: 1_000 },
+      settings,
+      AT,
+    );
     assert.equal(last.status, 'failed');
     assert.equal(last.attempt_count, 4);
     assert.equal(last.next_attempt_at, AT);
@@ -42,7 +63,12 @@ describe('what an attempt means for its delivery', () => {
   });
 
   it('Retry-After pushes the retry later, never sooner, and no later than the cap', () => {
-    const sent = (retryAfterMs: number) => ({ kind: 'retryable' as const, durationMs: 5, error: 'HTTP 429', retryAfterMs });
+    const sent = (retryAfterMs: number) => ({
+      kind: 'retryable' as const,
+      durationMs: 5,
+      error: 'HTTP 429',
+      retryAfterMs,
+    });
     assert.equal(outcomeOf(claim(0), sent(30_000), settings, AT).next_attempt_at, after(30_000));
     assert.equal(outcomeOf(claim(0), sent(10), settings, AT).next_attempt_at, after(1_000));
     assert.equal(outcomeOf(claim(0), sent(86_400_000), settings, AT).next_attempt_at, after(3_600_000));
