@@ -192,8 +192,23 @@ for (const kind of databaseKinds()) {
       });
 
       /** Ends every backend of the test database but the admin's own. */
-      const terminateServerConnections = async () =>
-        (await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${OTHER_BACKENDS}`)).rowCount;
+      // pg_terminate_backend only signals: each backend ends a moment later. Requests meant to meet fresh
+      // connections wait until the ended ones are gone, or one sent meanwhile on a connection about to end
+      // would fail for a reason the test did not set up. (Outside a transaction: one sees a fixed snapshot.)
+      let ended: number[] = [];
+      const terminateServerConnections = async () => {
+        const result = await admin.query(
+          `SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${OTHER_BACKENDS}`,
+        );
+        ended = result.rows.map((row: { pid: number }) => row.pid);
+        return result.rowCount;
+      };
+      const endedBackendsGone = () =>
+        waitUntil(
+          async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = ANY($1)', [ended])).rowCount === 0,
+          10_000,
+          () => `the ended backends ${ended.join(', ')} to exit`,
+        );
       const createUser = (email: string) =>
         server.request({ method: 'POST', url: '/api/v2/users', payload: { ...USER, email } });
       const lookUp = () => server.request({ url: '/api/v2/users-by-email?email=idle@example.com' });
@@ -255,6 +270,7 @@ for (const kind of databaseKinds()) {
 
         const users = await admin.query(`SELECT count(*)::int AS n FROM users WHERE email = 'in-flight@example.com'`);
         assert.equal(users.rows[0].n, 0, 'not applied, nor retried behind the client');
+        await endedBackendsGone();
         const again = await createUser('in-flight@example.com');
         assert.equal(again.statusCode, 201, again.body);
       });
