@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { newId } from '../../src/ids.ts';
 import type { Database } from '../../src/db/database.ts';
 
@@ -63,6 +64,9 @@ export async function insertFailedDeliveries(
           })),
         )
         .execute();
+      // SQLite's statements run synchronously: without a turn of the event loop between batches, a
+      // suite running beside this one in the process (the other database's) would wait for all of them.
+      await nextTurn();
     }
   });
   return ids;

@@ -8,11 +8,12 @@ export default async function* timingReporter(source) {
     const file = event.data.file ?? '(unknown)';
     files.set(file, (files.get(file) ?? 0) + (event.data.details?.duration_ms ?? 0));
   }
-  const cwd = process.cwd() + '/';
+  // Source maps name the checkout's files; without them (TEST_TSX=1) they are under the working directory.
+  const root = (process.env.TEST_PROJECT_ROOT ?? process.cwd()) + '/';
   const slowest = [...files].sort((a, b) => b[1] - a[1]);
   const total = slowest.reduce((sum, [, ms]) => sum + ms, 0);
   yield `\nslowest test files (sum of top-level tests; ${files.size} files, ${(total / 1000).toFixed(1)} s in all):\n`;
   for (const [file, ms] of slowest.slice(0, Number(process.env.TEST_SLOWEST ?? 10))) {
-    yield `${(ms / 1000).toFixed(1).padStart(7)} s  ${file.replace(cwd, '')}\n`;
+    yield `${(ms / 1000).toFixed(1).padStart(7)} s  ${file.replace(root, '')}\n`;
   }
 }

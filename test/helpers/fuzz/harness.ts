@@ -46,26 +46,39 @@ export interface FuzzTarget {
   close(): Promise<void>;
 }
 
+/** The lists of the fuzz targets running in this process (the databases' runs go side by side). */
+const outboundLists = new Set<string[]>();
+let originalConnect: typeof net.Socket.prototype.connect | undefined;
+
 /**
  * Outbound connections are refused unless to loopback: the fuzzer generates webhook endpoints with
- * public addresses, and nothing may leave this machine even if a worker were to run by mistake.
+ * public addresses, and nothing may leave this machine even if a worker were to run by mistake. One
+ * guard serves every target of the process, in place until the last one is done; a refused connection
+ * is recorded in each target's list, as the process cannot tell whose server made it.
  */
 function guardOutboundConnections(outbound: string[]): () => void {
-  const original = net.Socket.prototype.connect;
-  net.Socket.prototype.connect = function connect(this: net.Socket, ...args: any[]) {
-    const options =
-      typeof args[0] === 'object' && args[0] !== null && !Array.isArray(args[0])
-        ? args[0]
-        : { port: args[0], host: args[1] };
-    const host = String(options.host ?? options.path ?? 'localhost');
-    if (options.path === undefined && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host)) {
-      outbound.push(host);
-      throw new Error(`fuzz: outbound connection to ${host} refused`);
-    }
-    return original.apply(this, args as never);
-  } as typeof original;
+  outboundLists.add(outbound);
+  if (originalConnect === undefined) {
+    const original = (originalConnect = net.Socket.prototype.connect);
+    net.Socket.prototype.connect = function connect(this: net.Socket, ...args: any[]) {
+      const options =
+        typeof args[0] === 'object' && args[0] !== null && !Array.isArray(args[0])
+          ? args[0]
+          : { port: args[0], host: args[1] };
+      const host = String(options.host ?? options.path ?? 'localhost');
+      if (options.path === undefined && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host)) {
+        for (const list of outboundLists) list.push(host);
+        throw new Error(`fuzz: outbound connection to ${host} refused`);
+      }
+      return original.apply(this, args as never);
+    } as typeof original;
+  }
   return () => {
-    net.Socket.prototype.connect = original;
+    outboundLists.delete(outbound);
+    if (outboundLists.size === 0 && originalConnect !== undefined) {
+      net.Socket.prototype.connect = originalConnect;
+      originalConnect = undefined;
+    }
   };
 }
 

@@ -59,14 +59,12 @@ export const ref = (pool: string, foreignShare = 1): fc.Arbitrary<Ref> =>
     .tuple(fc.nat({ max: 9 }), fc.nat())
     .map(([who, index]) => new Ref(pool, who < foreignShare ? 'foreign' : 'own', index));
 
-/** encodeURIComponent that never throws: lone surrogates go out as UTF-8's replacement character, as a client would send them. */
+/**
+ * encodeURIComponent that never throws: lone surrogates go out as UTF-8's replacement character, as a
+ * client would send them (with the `u` flag a surrogate pair is one code point, so only lone ones match).
+ */
 export function percentEncode(text: string): string {
-  let out = '';
-  for (const byte of Buffer.from(text, 'utf8')) {
-    const c = String.fromCharCode(byte);
-    out += /[A-Za-z0-9\-_.!~*'()]/.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return out;
+  return encodeURIComponent(text.replace(/\p{Surrogate}/gu, '\uFFFD'));
 }
 
 const asSchema = (value: unknown): Schema | undefined =>

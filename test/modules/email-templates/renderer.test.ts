@@ -116,14 +116,17 @@ for (const kind of databaseKinds()) {
         const read = await timed(() => call('GET', '/api/v2/email-templates/verify_email'));
         assert.equal(read.value.status, 200);
         prompt.push(health.ms, read.ms);
-        // A write succeeds too; its password hash competes with the renders for the CPU, so its time is not measured.
-        const created = await call('POST', '/api/v2/users', {
-          connection: 'Username-Password-Authentication',
-          email: newEmail(),
-          password: PASSWORD,
-          verify_email: false,
-        });
-        assert.equal(created.status, 201, await created.text());
+        // A write succeeds too; its password hash competes with the renders for the CPU, so its time is not
+        // measured, and one is enough (on a loaded machine a hash per round would leave few rounds).
+        if (prompt.length === 2) {
+          const created = await call('POST', '/api/v2/users', {
+            connection: 'Username-Password-Authentication',
+            email: newEmail(),
+            password: PASSWORD,
+            verify_email: false,
+          });
+          assert.equal(created.status, 201, await created.text());
+        }
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       t.diagnostic(`/health and GET while rendering: ${prompt.map(Math.round).join(', ')} ms`);

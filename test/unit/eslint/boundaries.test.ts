@@ -4,7 +4,8 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { ESLint } from 'eslint';
 
-const root = path.resolve(import.meta.dirname, '../../..');
+// The checkout (test/run.mjs runs the tests from a compiled copy of it, which holds no sources).
+const root = process.env.TEST_PROJECT_ROOT ?? path.resolve(import.meta.dirname, '../../..');
 const eslint = new ESLint({ cwd: root });
 
 /** The rule ids the project's lint configuration reports for `code` placed at `file`. */

@@ -1,0 +1,52 @@
+// Compiles the project's TypeScript to JavaScript, file for file: every `.ts` under the given folders
+// becomes a `.js` at the same place under `outDir`, its relative `.ts` imports rewritten to `.js` and
+// every package left to Node's own resolution. Nothing is bundled, so a compiled file is the source
+// file minus its types, and stack traces map back to the sources through the inline source maps.
+//
+// esbuild rather than tsc: it drops types without checking them (`npm run typecheck` does that), in
+// well under a second for the whole tree.
+import fs from 'node:fs';
+import path from 'node:path';
+import * as esbuild from 'esbuild';
+
+/** Every relative import becomes the compiled sibling's path; everything else stays external. */
+const keepImports = {
+  name: 'keep-imports',
+  setup(build) {
+    build.onResolve({ filter: /.*/ }, (args) => {
+      if (args.kind === 'entry-point') return undefined;
+      if (args.path.startsWith('.')) return { path: args.path.replace(/\.ts$/, '.js'), external: true };
+      return { path: args.path, external: true };
+    });
+  },
+};
+
+/**
+ * Compiles `dirs` (relative to `root`) into `outDir`, which ends up holding the compiled tree only:
+ * files left from an earlier compile whose source is gone are removed with it.
+ */
+export async function compile({ root, dirs, outDir, sourcemap = 'inline' }) {
+  const entryPoints = dirs.flatMap((dir) =>
+    fs
+      .readdirSync(path.join(root, dir), { recursive: true })
+      .map(String)
+      .filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))
+      .map((file) => path.join(root, dir, file)),
+  );
+  fs.rmSync(outDir, { recursive: true, force: true });
+  await esbuild.build({
+    entryPoints,
+    outdir: outDir,
+    outbase: root,
+    bundle: true,
+    plugins: [keepImports],
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap,
+    logLevel: 'warning',
+  });
+  // The compiled files are ES modules whichever package.json sits above outDir.
+  fs.writeFileSync(path.join(outDir, 'package.json'), '{ "type": "module" }\n');
+  return entryPoints.length;
+}
