@@ -6,6 +6,7 @@ import os from 'node:os';
 import type { BenchContext } from './lib.ts';
 import * as deliveries from './deliveries.ts';
 import * as importBench from './import.ts';
+import * as startup from './startup.ts';
 import * as tokenGrants from './token-grants.ts';
 import * as usersByEmail from './users-by-email.ts';
 
@@ -16,6 +17,7 @@ const benchmarks: Record<string, (context: BenchContext) => Promise<void>> = {
   'delivery-throughput': deliveries.throughput,
   'delivery-latency': deliveries.latency,
   redelivery: deliveries.redelivery,
+  startup: startup.run,
 };
 
 const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));

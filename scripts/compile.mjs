@@ -1,5 +1,5 @@
 // Compiles the project's TypeScript to JavaScript, file for file: every `.ts` under the given folders
-// becomes a `.js` at the same place under `outDir`, its relative `.ts` imports rewritten to `.js` and
+// becomes a `.js` at the same place under `outDir` (and every `.mjs` is copied there), its relative `.ts` imports rewritten to `.js` and
 // every package left to Node's own resolution. Nothing is bundled, so a compiled file is the source
 // file minus its types, and stack traces map back to the sources through the inline source maps.
 //
@@ -26,14 +26,21 @@ const keepImports = {
  * files left from an earlier compile whose source is gone are removed with it.
  */
 export async function compile({ root, dirs, outDir, sourcemap = 'inline' }) {
-  const entryPoints = dirs.flatMap((dir) =>
+  const files = dirs.flatMap((dir) =>
     fs
       .readdirSync(path.join(root, dir), { recursive: true })
       .map(String)
-      .filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))
-      .map((file) => path.join(root, dir, file)),
+      .map((file) => path.join(dir, file)),
   );
+  const entryPoints = files
+    .filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))
+    .map((file) => path.join(root, file));
   fs.rmSync(outDir, { recursive: true, force: true });
+  // JavaScript modules among them are copied as they are.
+  for (const file of files.filter((f) => f.endsWith('.mjs'))) {
+    fs.mkdirSync(path.dirname(path.join(outDir, file)), { recursive: true });
+    fs.copyFileSync(path.join(root, file), path.join(outDir, file));
+  }
   await esbuild.build({
     entryPoints,
     outdir: outDir,
@@ -49,4 +56,14 @@ export async function compile({ root, dirs, outDir, sourcemap = 'inline' }) {
   // The compiled files are ES modules whichever package.json sits above outDir.
   fs.writeFileSync(path.join(outDir, 'package.json'), '{ "type": "module" }\n');
   return entryPoints.length;
+}
+
+/** The server's build: src/ into dist/, with source maps beside the files (`npm run build`). */
+export function buildDist(project) {
+  return compile({
+    root: path.join(project, 'src'),
+    dirs: ['.'],
+    outDir: path.join(project, 'dist'),
+    sourcemap: 'linked',
+  });
 }

@@ -1,10 +1,11 @@
 // Runs every test file under test/ with Node's test runner. Files are listed explicitly because
 // `node --test` given no list can run zero tests and still exit 0.
 //
-// The tests run on the project compiled once (scripts/compile.mjs: src/, test/ and chaos/, file for
-// file, into node_modules/.cache/tenantry/test-tree/): loading the sources through tsx in every test
+// The tests run on the project compiled once (scripts/compile.mjs: src/, test/, chaos/, scripts/, file for
+// file, into node_modules/.cache/tenantry/test-tree-<pid>/): loading the sources through tsx in every test
 // process, every server a test spawns and every render thread was most of the suite's CPU time.
-// TEST_TSX=1 runs the TypeScript sources through tsx instead, as `node --import tsx --test FILE` does.
+// TEST_TSX=1 runs the TypeScript sources through tsx instead, as `node --import tsx --test FILE` does
+// (the command-line processes they spawn then run dist/, which it builds first).
 //
 // Each file runs in a process of its own, except those under test/unit/: they boot nothing, and run
 // together in one process (test/helpers/unit-tests.mjs), since a process costs more than their tests.
@@ -12,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { compile } from '../scripts/compile.mjs';
+import { buildDist, compile } from '../scripts/compile.mjs';
 
 const testDir = path.dirname(new URL(import.meta.url).pathname);
 const project = path.dirname(testDir);
@@ -31,14 +32,21 @@ if (files.length === 0) {
 const sources = process.env.TEST_TSX === '1';
 // Where the tests run from: the project itself, or the compiled tree, which mirrors it (a test that
 // spawns `bin/tenantry.mjs` gets the tree's, running the same compiled code).
-const cwd = sources ? project : path.join(project, 'node_modules', '.cache', 'tenantry', 'test-tree');
-if (!sources) {
-  await compile({ root: project, dirs: ['src', 'test', 'chaos'], outDir: cwd });
+// A tree per run, so that runs side by side do not rebuild each other's; a tree whose run is gone
+// (killed before it could remove it) is removed by the next run.
+const trees = path.join(project, 'node_modules', '.cache', 'tenantry');
+const cwd = sources ? project : path.join(trees, `test-tree-${process.pid}`);
+for (const name of fs.existsSync(trees) ? fs.readdirSync(trees) : []) {
+  const pid = Number(/^test-tree-(\d+)$/.exec(name)?.[1]);
+  if (Number.isInteger(pid) && !isRunning(pid)) fs.rmSync(path.join(trees, name), { recursive: true, force: true });
+}
+if (sources) {
+  // The processes the tests spawn run bin/tenantry.mjs, which runs dist/: built afresh.
+  await buildDist(project);
+} else {
+  await compile({ root: project, dirs: ['src', 'test', 'chaos', 'scripts'], outDir: cwd });
   fs.mkdirSync(path.join(cwd, 'bin'));
-  fs.writeFileSync(
-    path.join(cwd, 'bin', 'tenantry.mjs'),
-    "import { main } from '../src/cli/main.js';\n\nawait main(process.argv.slice(2));\n",
-  );
+  fs.writeFileSync(path.join(cwd, 'bin', 'tenantry.mjs'), "import '../src/cli/run.js';\n");
 }
 const compiled = (f) => (sources ? f : f.replace(/\.ts$/, '.js'));
 
@@ -92,4 +100,14 @@ const result = spawnSync(
     },
   },
 );
+if (!sources) fs.rmSync(cwd, { recursive: true, force: true });
 process.exit(result.status ?? 1);
+
+function isRunning(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+}

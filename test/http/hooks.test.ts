@@ -11,6 +11,8 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 const PUBLIC_ROUTES = [
   /^\/oauth\/token$/,
   /^\/\.well-known\/jwks\.json$/,
+  /^\/\.well-known\/openid-configuration$/,
+  /^\/\.well-known\/oauth-authorization-server$/,
   /^\/u\/email-verification$/,
   /^\/health$/,
   /^\/docs(\/.*)?$/,

@@ -209,8 +209,8 @@ describe('a server whose Redis goes away', () => {
 
       await proxy.start();
       await eventually('the end of the outage logged', async () => (log.ends().length > 0 ? true : undefined));
-      assert.equal(log.starts().length, 1);
-      assert.equal(log.ends().length, 1);
+      assert.equal(log.starts().length, 1, JSON.stringify(log.lines));
+      assert.equal(log.ends().length, 1, JSON.stringify(log.lines));
       assert.equal(log.ends()[0]!.decisionsWithoutRedis, 6);
     } finally {
       await server.close();

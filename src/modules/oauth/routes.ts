@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
 import { domainOfAudience } from './access-tokens.ts';
 import { ClientAuthenticationLimit } from './client-authentication-limit.ts';
+import { discoveryDocument } from './discovery.ts';
 
 /** OAuth errors keep OAuth's own shape, not the Management API's. */
 function oauthError(
@@ -49,6 +50,13 @@ export async function oauthRoutes(
   app.get('/.well-known/jwks.json', { config: { public: true }, schema: { hide: true } }, async (request) =>
     services.signingKeys.jwks(request.tenant.id),
   );
+
+  // RFC 8414's address for an issuer without a path, and OpenID Connect Discovery's: libraries try one or the other.
+  for (const url of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
+    app.get(url, { config: { public: true }, schema: { hide: true } }, async (request) =>
+      discoveryDocument(request.tenantHost.domain),
+    );
+  }
 
   app.post(
     '/oauth/token',
