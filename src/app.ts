@@ -9,6 +9,7 @@ import { registerFormBodySupport, validatorCompiler } from './http/validation.ts
 import { ping } from './db/database.ts';
 import { newId } from './ids.ts';
 import { captchaRoutes } from './modules/captcha/routes.ts';
+import { connectionRoutes } from './modules/connections/routes.ts';
 import { eventStreamRoutes } from './modules/event-streams/routes.ts';
 import { customDomainRoutes } from './modules/custom-domains/routes.ts';
 import { emailTemplateRoutes } from './modules/email-templates/routes.ts';
@@ -23,6 +24,7 @@ import type { Services } from './services.ts';
 const modules: ReadonlyArray<(app: FastifyInstance, services: Services) => Promise<void>> = [
   oauthRoutes,
   userRoutes,
+  connectionRoutes,
   segmentRoutes,
   captchaRoutes,
   eventStreamRoutes,
@@ -93,7 +95,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         title: 'Tenantry — Tenant Management API',
         version: '2.0.0',
         description:
-          'Users by email, experimentation segments, CAPTCHA, event streams, custom domains, email templates, verification tickets and jobs, per tenant.',
+          'Users by email, connections, experimentation segments, CAPTCHA, event streams, custom domains, email templates, verification tickets and jobs, per tenant.',
       },
       components: {
         securitySchemes: {

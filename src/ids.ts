@@ -60,6 +60,7 @@ export const idPattern = {
   signingSecret: /^whk_[1-9A-HJ-NP-Za-km-z]{22}$/,
   segment: /^seg_[1-9A-HJ-NP-Za-km-z]+$/,
   customDomain: /^cd_[0-9A-Za-z]{16}$/,
+  connection: /^con_[0-9A-Za-z]{16}$/,
   job: /^job_[0-9A-Za-z]{16}$/,
   email: /^msg_[1-9A-HJ-NP-Za-km-z]{22}$/,
 };

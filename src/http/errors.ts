@@ -183,9 +183,15 @@ export const tokenRefused = {
   badAudience: (audiences: readonly unknown[]) => unauthorized(`Bad audience: ${audiences.join(' ')}`),
 };
 
+// ---- Connections (src/modules/connections) ----
+const INEXISTENT_CONNECTION = 'The connection does not exist.';
+export const connectionErrors = {
+  notFound: () => new ApiError(404, INEXISTENT_CONNECTION, 'inexistent_connection'),
+};
+
 // ---- Users (src/modules/users) ----
 export const userErrors = {
-  inexistentConnection: () => new ApiError(400, 'The connection does not exist.', 'inexistent_connection'),
+  inexistentConnection: () => new ApiError(400, INEXISTENT_CONNECTION, 'inexistent_connection'),
   unsupportedStrategy: (strategy: string) =>
     new ApiError(400, `Connection strategy '${strategy}' does not support creating users.`, 'operation_not_supported'),
   weakPassword: () => new ApiError(400, 'PasswordStrengthError: Password is too weak', 'invalid_body'),

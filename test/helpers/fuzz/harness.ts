@@ -26,6 +26,7 @@ const EMPTY_POOL: Record<string, string> = {
   segment: `seg_${'1'.repeat(22)}`,
   customDomain: `cd_${'0'.repeat(16)}`,
   job: `job_${'0'.repeat(16)}`,
+  connection: `con_${'0'.repeat(16)}`,
 };
 
 export interface FuzzTarget {
@@ -214,7 +215,7 @@ async function seed(
 async function livePools(server: TestServer, tenantId: string, extra: Pools): Promise<Pools> {
   const { db } = server.services.database;
   const column = async (
-    table: 'users' | 'segments' | 'event_streams' | 'custom_domains' | 'events' | 'jobs',
+    table: 'users' | 'segments' | 'event_streams' | 'custom_domains' | 'events' | 'jobs' | 'connections',
     name: string,
   ) =>
     (
@@ -235,6 +236,7 @@ async function livePools(server: TestServer, tenantId: string, extra: Pools): Pr
     domainName: await column('custom_domains', 'domain'),
     event: await column('events', 'id'),
     job: await column('jobs', 'id'),
+    connection: await column('connections', 'id'),
   };
 }
 

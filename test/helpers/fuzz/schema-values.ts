@@ -42,6 +42,7 @@ export const FORMAT_IDS: Record<string, fc.Arbitrary<string>> = {
   'segment-id': chars(BASE58, 22).map((s) => `seg_${s}`),
   'custom-domain-id': chars(BASE62, 16).map((s) => `cd_${s}`),
   'job-id': chars(BASE62, 16).map((s) => `job_${s}`),
+  'connection-id': chars(BASE62, 16).map((s) => `con_${s}`),
 };
 
 /** The pool whose live ids a format names. */
@@ -52,6 +53,7 @@ export const FORMAT_POOLS: Record<string, string> = {
   'segment-id': 'segment',
   'custom-domain-id': 'customDomain',
   'job-id': 'job',
+  'connection-id': 'connection',
 };
 
 export const ref = (pool: string, foreignShare = 1): fc.Arbitrary<Ref> =>
