@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { DEFAULT_TENANT_ID } from '../bootstrap.ts';
 import { ImportError, importUsers } from '../modules/users/import.ts';
 import { parseFlags, print, UsageError, withServices } from './args.ts';
+import { progressReporter } from './progress.ts';
 import { requireTenant } from './clients.ts';
 
 export async function usersCommand([sub, ...args]: string[]): Promise<void> {
@@ -16,11 +17,14 @@ export async function usersCommand([sub, ...args]: string[]): Promise<void> {
     const tenant = await requireTenant(services, tenantId);
     // This connection only lives for the import.
     services.users.prepareForImport();
+    const progress = progressReporter('users');
     try {
-      const { imported, seconds } = await importUsers(services.users, tenant.id, file, batchSize);
+      const { imported, seconds } = await importUsers(services.users, tenant.id, file, batchSize, progress.update);
+      progress.end();
       const rate = seconds > 0 ? Math.round(imported / seconds) : imported;
       print(`Imported ${imported} users into tenant ${tenant.id} in ${seconds.toFixed(1)} s (${rate} users/s).`);
     } catch (error) {
+      progress.end();
       if (error instanceof ImportError) {
         throw new UsageError(
           `${error.message}. Import stopped; ${error.imported} users of earlier batches were imported.`,

@@ -29,6 +29,8 @@ export interface ImportedRecord {
   /** Line of the NDJSON file, or 1-based position in the JSON array. */
   position: number;
   user: ImportedUser;
+  /** Share of the file read so far, 0–1 (by bytes for NDJSON, by records for an array). */
+  fraction: number;
 }
 
 /**
@@ -47,10 +49,12 @@ export async function* readImportFile(file: string): AsyncGenerator<ImportedReco
     }
     const list = records as unknown[];
     for (let i = 0; i < list.length; i++)
-      yield { position: i + 1, user: validRecord(list[i], `${file} record ${i + 1}`) };
+      yield { position: i + 1, user: validRecord(list[i], `${file} record ${i + 1}`), fraction: (i + 1) / list.length };
     return;
   }
-  const lines = readline.createInterface({ input: fs.createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  const size = fs.statSync(file).size;
+  const input = fs.createReadStream(file, 'utf8');
+  const lines = readline.createInterface({ input, crlfDelay: Infinity });
   let line = 0;
   for await (const text of lines) {
     line++;
@@ -62,7 +66,8 @@ export async function* readImportFile(file: string): AsyncGenerator<ImportedReco
     } catch (error) {
       throw new ImportError(`${file} line ${line}: not valid JSON: ${(error as Error).message}`);
     }
-    yield { position: line, user: validRecord(value, `${file} line ${line}`) };
+    const fraction = size > 0 ? Math.min(1, input.bytesRead / size) : 1;
+    yield { position: line, user: validRecord(value, `${file} line ${line}`), fraction };
   }
 }
 
@@ -109,7 +114,7 @@ export async function importUsers(
   tenantId: string,
   file: string,
   batchSize: number,
-  onBatch: (imported: number) => void = () => {},
+  onBatch: (imported: number, fraction: number) => void = () => {},
 ): Promise<ImportSummary> {
   const started = process.hrtime.bigint();
   let imported = 0;
@@ -117,6 +122,7 @@ export async function importUsers(
   let batchNumber = 0;
   let firstPosition = 0;
   let lastPosition = 0;
+  let fraction = 0;
   const flush = async () => {
     if (batch.length === 0) return;
     batchNumber++;
@@ -128,10 +134,12 @@ export async function importUsers(
       throw new ImportError(`${range}: ${(error as Error).message}`);
     }
     batch = [];
-    onBatch(imported);
+    onBatch(imported, fraction);
   };
   try {
-    for await (const { position, user } of readImportFile(file)) {
+    for await (const record of readImportFile(file)) {
+      const { position, user } = record;
+      fraction = record.fraction;
       if (batch.length === 0) firstPosition = position;
       lastPosition = position;
       batch.push(user);
