@@ -200,18 +200,26 @@ describe('a server whose Redis goes away', () => {
           .statusCode;
       assert.equal(await call(), 200);
 
+      // A loaded machine can make a command time out before this (a real outage, logged as one): only
+      // what follows the proxy's stop is this test's outage.
+      await eventually('no outage under way', async () =>
+        log.starts().length === log.ends().length ? true : undefined,
+      );
+      const earlier = log.starts().length;
       await proxy.stop();
-      await eventually('the start of the outage logged', async () => (log.starts().length > 0 ? true : undefined));
+      await eventually('the start of the outage logged', async () =>
+        log.starts().length > earlier ? true : undefined,
+      );
       const during: number[] = [];
       for (let i = 0; i < 6; i++) during.push(await call());
       assert.deepEqual(during.slice(0, 4), [200, 200, 200, 200]);
       assert.ok(during.slice(4).includes(429), `the node's own bucket of 4 ran out: ${during.join(',')}`);
 
       await proxy.start();
-      await eventually('the end of the outage logged', async () => (log.ends().length > 0 ? true : undefined));
-      assert.equal(log.starts().length, 1, JSON.stringify(log.lines));
-      assert.equal(log.ends().length, 1, JSON.stringify(log.lines));
-      assert.equal(log.ends()[0]!.decisionsWithoutRedis, 6);
+      await eventually('the end of the outage logged', async () => (log.ends().length > earlier ? true : undefined));
+      assert.equal(log.starts().length, earlier + 1, JSON.stringify(log.lines));
+      assert.equal(log.ends().length, earlier + 1, JSON.stringify(log.lines));
+      assert.equal(log.ends()[earlier]!.decisionsWithoutRedis, 6);
     } finally {
       await server.close();
     }
