@@ -32,23 +32,3 @@ export function present(connection: { id: string; name: string; strategy: string
 export function storedStrategies(wanted: readonly string[]): string[] {
   return [...new Set(wanted.map((s) => (OWN_STRATEGY_ALIASES.has(s) ? OWN_STRATEGY : s)))];
 }
-
-/**
- * `fields` / `include_fields`: with include_fields (the default) only the listed members are kept;
- * with include_fields=false they are dropped. An empty list means every member.
- */
-export function project(
-  connection: ConnectionRecord,
-  fields: string | undefined,
-  include: boolean | undefined,
-): Partial<ConnectionRecord> {
-  const names = new Set(
-    (fields ?? '')
-      .split(',')
-      .map((f) => f.trim())
-      .filter(Boolean),
-  );
-  if (names.size === 0) return connection;
-  const keep = include !== false;
-  return Object.fromEntries(Object.entries(connection).filter(([key]) => names.has(key) === keep));
-}

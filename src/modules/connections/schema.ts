@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { ProjectionQuery } from '../../http/projection.ts';
 import { registerFormat } from '../../http/validation.ts';
 import { idPattern } from '../../ids.ts';
 
@@ -13,22 +14,7 @@ export const ConnectionId = Type.Object(
 );
 export type ConnectionId = Static<typeof ConnectionId>;
 
-const Projection = {
-  fields: Type.Optional(
-    Type.String({
-      maxLength: 1024,
-      description:
-        'A comma separated list of fields to include or exclude (depending on include_fields) from the result, empty to retrieve all fields',
-    }),
-  ),
-  include_fields: Type.Optional(
-    Type.Boolean({
-      description: 'true if the fields specified are to be included in the result, false otherwise (defaults to true)',
-    }),
-  ),
-};
-
-export const GetConnectionQuery = Type.Object(Projection, { additionalProperties: false });
+export const GetConnectionQuery = Type.Object(ProjectionQuery, { additionalProperties: false });
 export type GetConnectionQuery = Static<typeof GetConnectionQuery>;
 
 export const ListConnectionsQuery = Type.Object(
@@ -57,7 +43,7 @@ export const ListConnectionsQuery = Type.Object(
     name: Type.Optional(
       Type.String({ minLength: 1, maxLength: 128, description: 'Provide the name of the connection to retrieve' }),
     ),
-    ...Projection,
+    ...ProjectionQuery,
   },
   { additionalProperties: false },
 );

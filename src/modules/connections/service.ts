@@ -1,8 +1,9 @@
 import { now } from '../../db/database.ts';
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 import { connectionErrors } from '../../http/errors.ts';
+import { parseFields, project } from '../../http/projection.ts';
 import { idPattern, newId } from '../../ids.ts';
-import { present, project, storedStrategies, type ConnectionRecord } from './connection.ts';
+import { present, storedStrategies, type ConnectionRecord } from './connection.ts';
 import type { GetConnectionQuery, ListConnectionsQuery } from './schema.ts';
 import type { ConnectionFilter, ConnectionStore } from './store.ts';
 
@@ -45,7 +46,7 @@ export class ConnectionService {
   async get(tenantId: string, id: string, query: GetConnectionQuery): Promise<Listed> {
     const connection = await this.store.byId(tenantId, id);
     if (!connection) throw connectionErrors.notFound();
-    return project(present(connection), query.fields, query.include_fields);
+    return project(present(connection), parseFields(query.fields), query.include_fields ?? true);
   }
 
   /**
@@ -57,7 +58,9 @@ export class ConnectionService {
       name: query.name,
       strategies: query.strategy === undefined ? undefined : storedStrategies(query.strategy),
     };
-    const shape = (rows: Connection[]) => rows.map((c) => project(present(c), query.fields, query.include_fields));
+    const fields = parseFields(query.fields);
+    const include = query.include_fields ?? true;
+    const shape = (rows: Connection[]) => rows.map((c) => project(present(c), fields, include));
 
     if (query.from !== undefined || query.take !== undefined) {
       const take = query.take ?? DEFAULT_PAGE;

@@ -1,27 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { parseFields, ProjectionQuery } from '../../http/projection.ts';
 import type { Services } from '../../services.ts';
 import { CustomDomainHeaders } from '../email-verification/domain-context.ts';
-import { parseFields, profileMembers, type User } from './user.ts';
+import { profileMembers, type User } from './user.ts';
 
 const UserId = Type.Object(
   { id: Type.String({ minLength: 1, maxLength: 255, description: 'ID of the user' }) },
   { additionalProperties: false },
 );
-
-const Projection = {
-  fields: Type.Optional(
-    Type.String({
-      maxLength: 1024,
-      description: 'Comma-separated list of fields to include or exclude. Leave empty to retrieve all fields.',
-    }),
-  ),
-  include_fields: Type.Optional(
-    Type.Boolean({
-      description: 'Whether specified fields are to be included (true) or excluded (false). Defaults to true.',
-    }),
-  ),
-};
 
 const CreateUserBody = Type.Object(
   {
@@ -52,7 +39,7 @@ const UsersByEmailQuery = Type.Object(
       maxLength: 320,
       description: 'Email address to search for (case-sensitive).',
     }),
-    ...Projection,
+    ...ProjectionQuery,
   },
   { additionalProperties: false },
 );
@@ -127,7 +114,7 @@ export async function userRoutes(
         operationId: 'getUser',
         summary: 'Get a user',
         params: UserId,
-        querystring: Type.Object(Projection, { additionalProperties: false }),
+        querystring: Type.Object(ProjectionQuery, { additionalProperties: false }),
         response: { 200: UserResponse },
       },
     },

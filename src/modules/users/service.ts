@@ -1,6 +1,7 @@
 import type { Database, Tx } from '../../db/database.ts';
 import { now, nowAfter, transaction } from '../../db/database.ts';
 import { badRequest, notFound, userErrors } from '../../http/errors.ts';
+import { project } from '../../http/projection.ts';
 import { newId } from '../../ids.ts';
 import type { SecretBox } from '../../secret-box.ts';
 import type { ConnectionService } from '../connections/service.ts';
@@ -12,7 +13,6 @@ import {
   buildUser,
   OWN_PROVIDER,
   OWN_PROVIDER_ALIASES,
-  project,
   type IdpTokens,
   type Profile,
   type User,

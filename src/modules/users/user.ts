@@ -151,25 +151,3 @@ export function separateIdpTokens(identities: Identity[]): { identities: Identit
   });
   return { identities: clean, tokens: any ? tokens : null };
 }
-
-/**
- * `fields` / `include_fields` projection: with include_fields (the default) only the listed members
- * are kept; with include_fields=false they are dropped. An empty list means every member.
- */
-export function project(
-  user: Record<string, unknown>,
-  fields: readonly string[],
-  include: boolean,
-): Record<string, unknown> {
-  if (fields.length === 0) return user;
-  const listed = new Set(fields);
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(user)) if (listed.has(key) === include) out[key] = value;
-  return out;
-}
-
-export const parseFields = (fields: string | undefined): string[] =>
-  (fields ?? '')
-    .split(',')
-    .map((f) => f.trim())
-    .filter(Boolean);

@@ -1,13 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  applyProfileChanges,
-  buildUser,
-  parseFields,
-  project,
-  separateIdpTokens,
-  type User,
-} from '../../../../src/modules/users/user.ts';
+import { applyProfileChanges, buildUser, separateIdpTokens, type User } from '../../../../src/modules/users/user.ts';
 
 const AT = '2024-01-02T03:04:05.000Z';
 const own = { connection: 'Username-Password-Authentication', user_id: 'abc', provider: 'svc', isSocial: false };
@@ -41,17 +34,6 @@ describe('separateIdpTokens', () => {
     assert.deepEqual(identities, [own, google]);
     assert.deepEqual(tokens, [{}, { access_token: 'at', refresh_token: 'rt' }]);
     assert.equal(separateIdpTokens([own, google]).tokens, null);
-  });
-});
-
-describe('project', () => {
-  it('keeps the listed members, drops them with include=false, and keeps all for an empty list', () => {
-    const user = { user_id: 'svc|abc', email: 'a@example.com', name: 'A' };
-    assert.deepEqual(project(user, ['user_id', 'email'], true), { user_id: 'svc|abc', email: 'a@example.com' });
-    assert.deepEqual(project(user, ['email'], false), { user_id: 'svc|abc', name: 'A' });
-    assert.equal(project(user, [], true), user);
-    assert.deepEqual(parseFields(' user_id, ,email '), ['user_id', 'email']);
-    assert.deepEqual(parseFields(undefined), []);
   });
 });
 
