@@ -12,6 +12,8 @@ declare module 'autocannon' {
       amount?: number;
       maxOverallRequests?: number;
       timeout?: number;
+      /** Requests sent in turn on each connection. */
+      requests?: Array<{ method?: string; path?: string; headers?: Record<string, string>; body?: string }>;
     }
     interface Histogram {
       average: number;

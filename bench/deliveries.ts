@@ -23,6 +23,7 @@ import { openDatabase, type Database } from '../src/db/database.ts';
 import type { DeliveriesTable, DeliveryAttemptsTable, EventsTable } from '../src/db/schema.ts';
 import { newId } from '../src/ids.ts';
 import { envelope, sourceFor } from '../src/modules/event-streams/envelope.ts';
+import { claimDue, POSTGRES_CLAIM as CLAIM_STATEMENT_FOR_EXPLAIN } from '../src/modules/event-streams/store/claim.ts';
 import {
   fmt,
   generatedUser,
@@ -30,6 +31,7 @@ import {
   load,
   mean,
   readCpuMs,
+  readRss,
   spawnChild,
   spawnServer,
   table,
@@ -677,6 +679,10 @@ export async function redelivery(): Promise<void> {
       process.stdout.write(
         `    ${backend.name}: ${fmt.int(REDELIVER)} failed deliveries (4 attempt rows each) inserted in ${fmt.s(wallClock() - fixtureStart)}\n`,
       );
+      const rssBefore = readRss(node.pid);
+      let rssPeak = rssBefore;
+      const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, readRss(node.pid))), 50);
+      sampler.unref();
       const rows: Array<Array<string | number>> = [];
       const times: { redeliver: number[]; update: number[] } = { redeliver: [], update: [] };
       for (let round = 1; round <= ROUNDS; round++) {
@@ -709,6 +715,10 @@ export async function redelivery(): Promise<void> {
         ]);
         process.stdout.write(`    round ${round}: redeliver ${ms1(ms)}, baseline UPDATE ${ms1(updateMs)}\n`);
       }
+      clearInterval(sampler);
+      process.stdout.write(
+        `    node RSS: ${fmt.mb(rssBefore)} before the redeliveries, peak ${fmt.mb(rssPeak)} during them (+${fmt.mb(rssPeak - rssBefore)})\n`,
+      );
       table(
         `redelivery — ${backend.name}, ${fmt.int(REDELIVER)} failed deliveries of one stream`,
         ['round', 'variant', 'deliveries', 'time'],
@@ -716,6 +726,93 @@ export async function redelivery(): Promise<void> {
       );
       process.stdout.write(
         `\n  ratio redeliver/UPDATE (mean time): ${fmt.ratio(mean(times.redeliver) / mean(times.update))}; mean redeliver ${ms1(mean(times.redeliver))}\n`,
+      );
+    } finally {
+      await backend.close();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Claim cost as the backlog grows
+
+const CLAIM_BACKLOGS = (process.env.BENCH_CLAIM_BACKLOGS ?? '1000,1000000').split(',').map(Number);
+const CLAIMS_MEASURED = 20;
+const CLAIM_LIMIT = 32;
+
+/**
+ * claim-growth: the cost of one claim (claimDue, the worker's statement: up to 32 due deliveries under
+ * a lease, fair across streams) with 1,000 and with 1,000,000 deliveries due, on each database. The
+ * claims run from the benchmark's own handle on the node's database (the node's worker is off), 20 in a
+ * row after 3 dropped; each takes rows the previous ones left, as a worker's would. The target: the
+ * large backlog's claim within 2× the small one's.
+ */
+export async function claimGrowth(): Promise<void> {
+  const kinds = (process.env.BENCH_CLAIM_DATABASES ?? 'sqlite,postgres').split(',') as Array<'sqlite' | 'postgres'>;
+  for (const kind of kinds) {
+    const backend = await startBackend(kind, 1, { DELIVERY_WORKER: 'false' });
+    if (!backend) continue;
+    try {
+      const node = backend.nodes[0]!;
+      const [streamId] = await createStreams(node, 9, 1);
+      const rows: Array<Array<string | number>> = [];
+      const means: number[] = [];
+      let due = 0;
+      for (const backlog of CLAIM_BACKLOGS) {
+        const fixtureStart = wallClock();
+        await insertOutbox(backend.database, [streamId!], backlog - due, 'pending');
+        due = backlog;
+        process.stdout.write(
+          `    ${backend.name}: ${fmt.int(backlog)} due deliveries (fixture ${fmt.s(wallClock() - fixtureStart)})\n`,
+        );
+        const claim = () =>
+          claimDue(
+            backend.database,
+            { leaseMs: 600_000 },
+            {
+              limit: CLAIM_LIMIT,
+              perStream: CLAIM_LIMIT,
+              reserve: 0,
+              breakerFailures: 1_000_000,
+              running: new Map(),
+            },
+          );
+        if (process.env.BENCH_CLAIM_ANALYZE && backend.database.pool) await backend.database.pool.query('ANALYZE');
+        if (process.env.BENCH_CLAIM_EXPLAIN && backend.database.pool) {
+          const plan = await backend.database.pool.query(`EXPLAIN (ANALYZE, BUFFERS) ${CLAIM_STATEMENT_FOR_EXPLAIN}`, [
+            null,
+            600000,
+            '{}',
+            1000000,
+            CLAIM_LIMIT,
+            CLAIM_LIMIT,
+            CLAIM_LIMIT * 2,
+            CLAIM_LIMIT,
+          ]);
+          process.stdout.write(plan.rows.map((r) => `      ${r['QUERY PLAN']}`).join('\n') + '\n');
+        }
+        for (let i = 0; i < 3; i++) await claim();
+        const times: number[] = [];
+        for (let i = 0; i < CLAIMS_MEASURED; i++) {
+          const started = wallClock();
+          const claimed = await claim();
+          times.push(wallClock() - started);
+          if (claimed.length !== CLAIM_LIMIT) throw new Error(`a claim took ${claimed.length} deliveries`);
+        }
+        const meanMs = mean(times);
+        means.push(meanMs);
+        rows.push([fmt.int(backlog), ms1(meanMs), ms1(percentile(times, 0.5)), ms1(Math.max(...times))]);
+        // The next backlog starts from unclaimed rows again.
+        await backend.database.db.updateTable('deliveries').set({ claimed_until: null }).execute();
+      }
+      table(
+        `claim cost — ${backend.name}, claims of ${CLAIM_LIMIT} from one stream's backlog`,
+        ['deliveries due', 'mean', 'median', 'max'],
+        rows,
+      );
+      const ratio = means.at(-1)! / means[0]!;
+      process.stdout.write(
+        `\n  ratio ${fmt.int(CLAIM_BACKLOGS.at(-1)!)} due / ${fmt.int(CLAIM_BACKLOGS[0]!)} due: ${fmt.ratio(ratio)} (target ≤ 2: ${verdict(ratio <= 2)})\n`,
       );
     } finally {
       await backend.close();

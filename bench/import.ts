@@ -24,7 +24,7 @@ import {
 export const USERS = Number(process.env.BENCH_IMPORT_USERS ?? 1_000_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 5000);
 
-async function writeNdjson(file: string, count: number): Promise<number> {
+export async function writeNdjson(file: string, count: number): Promise<number> {
   const out = fs.createWriteStream(file);
   let chunk = '';
   for (let i = 0; i < count; i++) {

@@ -2,7 +2,7 @@
  * Shared machinery of the benchmarks: child processes (a Tenantry server, a bare node:http server,
  * the seeder), readiness, autocannon runs, and the printed tables. All traffic stays on 127.0.0.1.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -59,22 +59,35 @@ export interface Child {
   /** Resident set size of the child, in bytes, from /proc/<pid>/status. */
   rss(): number;
   stop(): Promise<void>;
+  /** Where the child's stdout (its log lines) goes, when not to the parent. */
+  logFile?: string;
 }
 
 /**
  * Runs `bench/<script>` with tsx in its own Node process and waits for the line `READY {json}`.
- * A child that exits first, or takes longer than `timeoutMs`, is an error.
+ * A child that exits first, or takes longer than `timeoutMs`, is an error. With `stdoutFile`, the
+ * child's stdout (a server's JSON log lines) goes to that file, as an operator's would, and the child
+ * announces itself on fd 3 instead (child-server.ts `announce`): the parent, which runs autocannon,
+ * never spends its CPU reading the logs.
  */
 export function spawnChild(
   script: string,
   args: string[],
   env: Record<string, string> = {},
   timeoutMs = 600_000,
+  stdoutFile?: string,
+  nodeArgs: string[] = [],
 ): Promise<Child> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(BENCH_DIR, script), ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const out = stdoutFile === undefined ? undefined : fs.openSync(stdoutFile, 'w');
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...nodeArgs, '--import', 'tsx', path.join(BENCH_DIR, script), ...args],
+    {
+      env: { ...process.env, ...env, ...(out === undefined ? {} : { BENCH_ANNOUNCE_FD: '3' }) },
+      stdio: out === undefined ? ['ignore', 'pipe', 'inherit'] : ['ignore', out, 'inherit', 'pipe'],
+    },
+  );
+  if (out !== undefined) fs.closeSync(out);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -85,7 +98,9 @@ export function spawnChild(
       clearTimeout(timer);
       reject(new Error(`${script} exited (${code}) before it was ready`));
     });
-    const lines = readline.createInterface({ input: child.stdout! });
+    const lines = readline.createInterface({
+      input: (out === undefined ? child.stdout : child.stdio[3]) as NodeJS.ReadableStream,
+    });
     lines.on('line', (line) => {
       if (line.startsWith('PROGRESS ')) {
         process.stdout.write(`    ${script}: ${line.slice(9)}\n`);
@@ -98,6 +113,7 @@ export function spawnChild(
         pid: child.pid!,
         ready,
         rss: () => readRss(child.pid!),
+        ...(stdoutFile === undefined ? {} : { logFile: stdoutFile }),
         async stop() {
           if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
           await exited;
@@ -191,6 +207,12 @@ export interface LoadOptions {
   warmupSeconds: number;
   /** Hard bound on requests of the measured run (autocannon stops at whichever comes first). */
   maxRequests: number;
+  /** HTTPS rather than HTTP (the certificate is not checked). */
+  https?: boolean;
+  /** The server's process: its CPU time over the measured run is reported per request. */
+  cpuPid?: number;
+  /** The server's log file: the bytes it grew by over the measured run are reported per request. */
+  logFile?: string;
 }
 
 export interface LoadFigures {
@@ -201,11 +223,15 @@ export interface LoadFigures {
   non2xx: number;
   errors: number;
   seconds: number;
+  /** Server CPU (user + system) per request over the measured run, in µs; NaN without cpuPid. */
+  cpuUsPerRequest: number;
+  /** Bytes of log per request over the measured run; NaN without logFile. */
+  logBytesPerRequest: number;
 }
 
 function cannon(options: LoadOptions, seconds: number, maxRequests?: number): Promise<autocannon.Result> {
   return autocannon({
-    url: `http://${HOST}:${options.port}${options.path}`,
+    url: `${options.https ? 'https' : 'http'}://${HOST}:${options.port}${options.path}`,
     method: options.method ?? 'GET',
     headers: options.headers,
     body: options.body,
@@ -220,7 +246,12 @@ function cannon(options: LoadOptions, seconds: number, maxRequests?: number): Pr
 /** A warm-up run whose figures are dropped, then the measured run. */
 export async function load(options: LoadOptions): Promise<LoadFigures> {
   if (options.warmupSeconds > 0) await cannon(options, options.warmupSeconds);
+  const logSize = () => (options.logFile === undefined ? NaN : fs.statSync(options.logFile).size);
+  const cpuBefore = options.cpuPid === undefined ? NaN : readCpuMs(options.cpuPid);
+  const logBefore = logSize();
   const r = await cannon(options, options.durationSeconds, options.maxRequests);
+  const cpuMs = options.cpuPid === undefined ? NaN : readCpuMs(options.cpuPid) - cpuBefore;
+  const logBytes = logSize() - logBefore;
   const seconds = r.duration;
   return {
     reqPerSec: r.requests.total / seconds,
@@ -230,6 +261,8 @@ export async function load(options: LoadOptions): Promise<LoadFigures> {
     non2xx: r.non2xx,
     errors: r.errors + r.timeouts,
     seconds,
+    cpuUsPerRequest: (cpuMs * 1000) / r.requests.total,
+    logBytesPerRequest: logBytes / r.requests.total,
   };
 }
 
@@ -253,11 +286,52 @@ export async function record(port: number, pathAndQuery: string, init: RequestIn
   return { status: response.status, headers, bodyBase64: body.toString('base64') };
 }
 
-/** Starts bench/bare.ts answering every request with `response`. */
-export async function spawnBare(response: RecordedResponse, dir: string): Promise<Child> {
+/** Starts bench/bare.ts answering every request with `response`; over HTTPS with `tls`. */
+export async function spawnBare(response: RecordedResponse, dir: string, tls?: TlsFiles): Promise<Child> {
   const file = path.join(dir, `bare-response-${process.pid}-${Date.now()}.json`);
   fs.writeFileSync(file, JSON.stringify(response));
-  return spawnChild('bare.ts', [file]);
+  return spawnChild('bare.ts', [file], tls ? { TLS_CERT_FILE: tls.cert, TLS_KEY_FILE: tls.key } : {});
+}
+
+export interface TlsFiles {
+  cert: string;
+  key: string;
+}
+
+/** A self-signed certificate for 127.0.0.1 (ECDSA P-256, openssl), for the HTTPS runs. */
+export function selfSignedCertificate(dir: string): TlsFiles {
+  const files = { cert: path.join(dir, 'bench-cert.pem'), key: path.join(dir, 'bench-key.pem') };
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${HOST}`,
+      '-keyout',
+      files.key,
+      '-out',
+      files.cert,
+    ],
+    { stdio: 'ignore' },
+  );
+  return files;
+}
+
+/** The Node flags of `npm start` (package.json's start script): the benchmarks run the server with them. */
+export function startFlags(): string[] {
+  const scripts = JSON.parse(fs.readFileSync(path.join(BENCH_DIR, '..', 'package.json'), 'utf8')).scripts as Record<
+    string,
+    string
+  >;
+  return scripts.start!.split(' ').filter((word) => word.startsWith('--'));
 }
 
 /**
@@ -267,8 +341,12 @@ export async function spawnBare(response: RecordedResponse, dir: string): Promis
 export async function spawnServer(
   dataDir: string,
   env: Record<string, string> = {},
+  stdoutFile?: string,
 ): Promise<Child & { port: number; token: string }> {
-  const child = await spawnChild('server.ts', [], { ...serverEnv(dataDir), ...env });
+  // With npm start's Node flags, as operators run it; BENCH_SERVER_NODE_ARGS adds more, for example
+  // `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the servers under load.
+  const nodeArgs = [...startFlags(), ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
+  const child = await spawnChild('server.ts', [], { ...serverEnv(dataDir), ...env }, 600_000, stdoutFile, nodeArgs);
   return Object.assign(child, { port: child.ready.port as number, token: child.ready.token as string });
 }
 
@@ -294,10 +372,10 @@ export async function interleave(
   const results: RoundFigures[] = [];
   for (let round = 1; round <= rounds; round++) {
     for (const { name, child } of variants) {
-      const figures = await load({ ...options, port: child.port });
+      const figures = await load({ ...options, port: child.port, cpuPid: child.pid, logFile: child.logFile });
       results.push({ variant: name, round, ...figures });
       process.stdout.write(
-        `    round ${round} ${name}: ${fmt.int(figures.reqPerSec)} req/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms\n`,
+        `    round ${round} ${name}: ${fmt.int(figures.reqPerSec)} req/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms, ${fmt.int(figures.cpuUsPerRequest)} µs CPU/request\n`,
       );
     }
   }
@@ -338,6 +416,7 @@ export function comparisonRows(results: RoundFigures[], baseline: string, measur
     fmt.int(r.requests),
     r.non2xx,
     r.errors,
+    fmt.int(r.cpuUsPerRequest),
   ]);
   const of = (variant: string) => results.filter((r) => r.variant === variant);
   const base = mean(of(baseline).map((r) => r.reqPerSec));
@@ -353,14 +432,19 @@ export function comparisonRows(results: RoundFigures[], baseline: string, measur
       fmt.int(mean(rs.map((r) => r.requests))),
       mean(rs.map((r) => r.non2xx)),
       mean(rs.map((r) => r.errors)),
+      fmt.int(mean(rs.map((r) => r.cpuUsPerRequest))),
     ]);
   }
+  const cpu = (variant: string) => mean(of(variant).map((r) => r.cpuUsPerRequest));
   return {
-    header: ['round', 'variant', unit, 'p50', 'p99', 'requests', 'non-2xx', 'errors'],
+    header: ['round', 'variant', unit, 'p50', 'p99', 'requests', 'non-2xx', 'errors', 'server CPU µs/request'],
     rows,
     ratio: meas / base,
-    baseline: { reqPerSec: base, p99: mean(of(baseline).map((r) => r.p99)) },
-    measured: { reqPerSec: meas, p99: mean(of(measured).map((r) => r.p99)) },
+    /** Server CPU per request, measured ÷ baseline (means of the rounds). */
+    cpuRatio: cpu(measured) / cpu(baseline),
+    logBytesPerRequest: mean(of(measured).map((r) => r.logBytesPerRequest)),
+    baseline: { reqPerSec: base, p99: mean(of(baseline).map((r) => r.p99)), cpuUsPerRequest: cpu(baseline) },
+    measured: { reqPerSec: meas, p99: mean(of(measured).map((r) => r.p99)), cpuUsPerRequest: cpu(measured) },
   };
 }
 

@@ -5,19 +5,28 @@
 import os from 'node:os';
 import type { BenchContext } from './lib.ts';
 import * as deliveries from './deliveries.ts';
+import * as embedded from './embedded.ts';
+import * as growth from './growth.ts';
 import * as importBench from './import.ts';
+import * as importJob from './import-job.ts';
+import * as soak from './soak.ts';
 import * as startup from './startup.ts';
 import * as tokenGrants from './token-grants.ts';
 import * as usersByEmail from './users-by-email.ts';
 
 const benchmarks: Record<string, (context: BenchContext) => Promise<void>> = {
   import: importBench.run,
+  'import-job': importJob.run,
   'users-by-email': usersByEmail.run,
   'token-grants': tokenGrants.run,
   'delivery-throughput': deliveries.throughput,
   'delivery-latency': deliveries.latency,
   redelivery: deliveries.redelivery,
+  'claim-growth': deliveries.claimGrowth,
   startup: startup.run,
+  embedded: embedded.run,
+  soak: soak.run,
+  growth: growth.run,
 };
 
 const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));
@@ -26,7 +35,11 @@ if (unknown.length > 0) {
   process.stderr.write(`Unknown benchmark(s): ${unknown.join(', ')}. Known: ${Object.keys(benchmarks).join(', ')}\n`);
   process.exit(2);
 }
-const names = Object.keys(benchmarks).filter((name) => requested.length === 0 || requested.includes(name));
+// The soak runs half an hour, growth seeds 10M users: only when asked for by name.
+const onRequestOnly = new Set(['soak', 'growth']);
+const names = Object.keys(benchmarks).filter((name) =>
+  requested.length === 0 ? !onRequestOnly.has(name) : requested.includes(name),
+);
 const context: BenchContext = { keepSeeded: names.includes('import') && names.includes('users-by-email') };
 
 const cpus = os.cpus();

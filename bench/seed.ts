@@ -1,7 +1,8 @@
 /**
  * Fills or times the users table of the default tenant, in its own process, through
  * `services.users.insertMany` (one transaction per batch). Modes:
- *   generate <count> <batch>   insert <count> generated users (lib.ts generatedUser)
+ *   generate <count> <batch> [from]   insert <count> generated users (lib.ts generatedUser), numbered
+ *                                     from `from` (0 unless given: a database grows by a second call)
  *   import <file> <batch>      read an NDJSON file, JSON.parse each line, insert in batches
  *   parse <file> <batch>       the baseline of `import`: the same reading and parsing, no insert
  * Prints PROGRESS lines and, at the end, `READY {"users", "ms", "usersPerSec", "rss"}`; the time
@@ -15,7 +16,8 @@ import type { ImportedUser } from '../src/modules/users/service.ts';
 import { createServices, type Services } from '../src/services.ts';
 import { generatedUser } from './lib.ts';
 
-const [mode, source, batchArg] = process.argv.slice(2);
+const [mode, source, batchArg, fromArg] = process.argv.slice(2);
+const from = Number(fromArg ?? 0);
 const batchSize = Number(batchArg ?? 5000);
 const PROGRESS_EVERY = 250_000;
 
@@ -25,7 +27,7 @@ if (mode !== 'parse') {
   await bootstrap(services);
   // As `tenantry users import` does: the users indexes have random keys, and with SQLite's default
   // 2 MB page cache each insert of a large import reads pages back from disk.
-  services.database.sqlite?.pragma('cache_size = -524288');
+  services.database.sqlite?.pragma('cache_size = -65536');
 }
 const store = async (batch: ImportedUser[]) => {
   if (services) await services.users.insertMany(DEFAULT_TENANT_ID, batch);
@@ -45,7 +47,7 @@ if (mode === 'generate') {
   const total = Number(source);
   while (count < total) {
     const batch: ImportedUser[] = [];
-    for (let i = 0; i < batchSize && count + i < total; i++) batch.push(generatedUser(count + i));
+    for (let i = 0; i < batchSize && count + i < total; i++) batch.push(generatedUser(from + count + i));
     await store(batch);
     count += batch.length;
     progress();

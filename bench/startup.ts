@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { buildDist } from '../scripts/compile.mjs';
 import { freePort } from '../test/helpers/server-process.ts';
-import { BENCH_DIR, fmt, mean, readRss, serverEnv, table, tempDir, type BenchContext } from './lib.ts';
+import { BENCH_DIR, fmt, mean, readRss, serverEnv, startFlags, table, tempDir, type BenchContext } from './lib.ts';
 
 const ROUNDS = 5;
 /** How long a started server is left alone before its memory is read. */
@@ -24,7 +24,7 @@ const variants: Record<string, string[]> = {
     "require('node:http').createServer((q, s) => s.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')",
   ],
   'sources (tsx)': ['--import', 'tsx', path.join(project, 'src/cli/run.ts'), 'serve'],
-  'compiled (npm start)': [path.join(project, 'bin/tenantry.mjs'), 'serve'],
+  'compiled (npm start)': [...startFlags(), path.join(project, 'bin/tenantry.mjs'), 'serve'],
 };
 
 /** Spawns, polls /health every 5 ms until a 200, waits idle, reads RSS, stops with SIGTERM. */

@@ -8,16 +8,21 @@ export type Kind = 'sqlite' | 'postgres';
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Delivery settings for quick recovery: a killed node's leases run out in 2 s, a failing delivery
- * gives up after 4 attempts within about 5 s, and loopback receivers are allowed.
+ * Delivery settings for quick recovery: a killed node's leases run out in 2 s, sends time out after 1 s,
+ * and loopback receivers are allowed. A failing delivery has 8 attempts over about 20 s: a machine so
+ * loaded that the receiver misses a few timeouts in a row must not turn a late answer into a failed
+ * delivery (the outage scenario, which wants its deliveries to fail, sets a short schedule of its own).
  */
 export const DELIVERY_ENV = {
   DELIVERY_ALLOW_HTTP: 'true',
   DELIVERY_TIMEOUT_MS: '1000',
   DELIVERY_LEASE_MS: '2000',
   DELIVERY_POLL_MS: '50',
-  DELIVERY_RETRY_SCHEDULE_MS: '100,200,400',
+  DELIVERY_RETRY_SCHEDULE_MS: '100,200,400,800,1600,3200,6400',
 };
+
+/** Gives up after 4 attempts within about 5 s (timeouts included): for deliveries meant to fail. */
+export const SHORT_RETRY_SCHEDULE_MS = '100,200,400';
 
 /** Longest a node may take to start. */
 const START_TIMEOUT_MS = 60_000;
@@ -59,7 +64,11 @@ export class Rig {
   }
 
   async start(env: Record<string, string> = DELIVERY_ENV): Promise<ServerProcess> {
-    const server = await startServerProcess(this.database, env, { stderr: 'collect', readyWithinMs: START_TIMEOUT_MS });
+    const server = await startServerProcess(this.database, env, {
+      stderr: 'collect',
+      logs: 'warnings',
+      readyWithinMs: START_TIMEOUT_MS,
+    });
     this.servers.add(server);
     void server.exited.then(() => this.servers.delete(server));
     return server;
@@ -91,11 +100,17 @@ export class Rig {
   }
 
   /**
-   * What the servers wrote to stderr, one entry per distinct headline (first 160 characters): indented
-   * lines (stack frames, error fields) left out.
+   * What the servers logged at warn and error, and wrote to stderr, one entry per distinct headline (first
+   * 160 characters): indented lines (stack frames, error fields) left out.
    */
   errorLines(servers: Iterable<ServerProcess>): string[] {
-    const lines = [...servers].flatMap((s) => s.stderr().split('\n')).filter((l) => /^[^\s{}]/.test(l));
+    const lines = [...servers].flatMap((s) => [
+      ...s.warnings(),
+      ...s
+        .stderr()
+        .split('\n')
+        .filter((l) => /^[^\s{}]/.test(l)),
+    ]);
     return [...new Set(lines.map((l) => l.slice(0, 160)))];
   }
 

@@ -7,8 +7,9 @@
 import pg from 'pg';
 import { burst, createUser, newLedger, serverErrors, type Ledger, type Target } from './burst.ts';
 import { fillUp, mountTmpfs, tmpfsUnavailable } from './full-disk.ts';
-import { DELIVERY_ENV, hasExited, quiet, Rig, settle, sleep, type Kind } from './rig.ts';
+import { DELIVERY_ENV, hasExited, quiet, Rig, settle, SHORT_RETRY_SCHEDULE_MS, sleep, type Kind } from './rig.ts';
 import { percentile, type Tally } from './tally.ts';
+import { whereabouts } from './whereabouts.ts';
 import { api, type ServerProcess } from '../test/helpers/server-process.ts';
 
 export interface ChaosSize {
@@ -58,32 +59,39 @@ export interface Scenario {
 
 /** At most `max` of a server's distinct stderr lines, as notes. */
 function stderrNotes(lines: string[], max = 3): string[] {
-  const more = lines.length > max ? [`stderr: … ${lines.length - max} more distinct lines`] : [];
-  return [...lines.slice(0, max).map((l) => `stderr: ${l}`), ...more];
+  const more = lines.length > max ? [`log: … ${lines.length - max} more distinct lines`] : [];
+  return [...lines.slice(0, max).map((l) => `log: ${l}`), ...more];
 }
 
-function result(
+async function result(
+  rig: Rig,
   scenario: string,
   kind: Kind,
   started: number,
   ledger: Ledger,
   tally: Tally,
   notes: string[],
-): ChaosResult {
+): Promise<ChaosResult> {
   const answers = [...ledger.answers].filter(([status]) => status !== '201').map(([status, n]) => `${n}× ${status}`);
   const samples = [...ledger.samples]
     .filter(([status]) => status.startsWith('5'))
     .map(([status, body]) => `${status}: ${body}`);
+  const lost = [...ledger.created].filter((user) => !tally.users.has(user));
   return {
     scenario,
     database: kind,
     created: ledger.created.size,
     delivered: tally.accepted.size,
-    lost: [...ledger.created].filter((user) => !tally.users.has(user)).length,
+    lost: lost.length,
     duplicated: [...tally.accepted.values()].filter((n) => n > 1).length,
     seconds: (Date.now() - started) / 1000,
     internalErrors: ledger.answers.get('500') ?? 0,
-    notes: [...(answers.length > 0 ? [`answers other than 201: ${answers.join(', ')}`] : []), ...samples, ...notes],
+    notes: [
+      ...(answers.length > 0 ? [`answers other than 201: ${answers.join(', ')}`] : []),
+      ...samples,
+      ...notes,
+      ...(await whereabouts(rig.database, lost.slice(0, 5))),
+    ],
   };
 }
 
@@ -147,7 +155,7 @@ const sigkill: Scenario = {
       // The sends the kill cut off go again once their leases run out: wait for them, to count them.
       await sleep(Math.max(0, killedAt + Number(DELIVERY_ENV.DELIVERY_LEASE_MS) + 500 - Date.now()));
       await quiet(tally, 300, 10_000);
-      return result(sigkill.name, kind, started, ledger, tally, [
+      return result(rig, sigkill.name, kind, started, ledger, tally, [
         `sends in flight at the kill (not accepted): ${tally.held()}`,
         ...stderrNotes(rig.errorLines([victim, restarted])),
       ]);
@@ -203,7 +211,7 @@ const twoNodes: Scenario = {
       await settle(ledger, tally, size.settleMs);
       await sleep(Math.max(0, killedAt + Number(DELIVERY_ENV.DELIVERY_LEASE_MS) + 500 - Date.now()));
       await quiet(tally, 300, 10_000);
-      return result(twoNodes.name, kind, started, ledger, tally, [
+      return result(rig, twoNodes.name, kind, started, ledger, tally, [
         `sends in flight at the kill (not accepted): ${tally.held()}`,
         ...stderrNotes(rig.errorLines([victim, survivor, restarted])),
       ]);
@@ -261,7 +269,7 @@ const terminate: Scenario = {
       );
       await settle(ledger, tally, size.settleMs);
       await quiet(tally, 300, 10_000);
-      return result(terminate.name, kind, started, ledger, tally, [
+      return result(rig, terminate.name, kind, started, ledger, tally, [
         `connections ended: ${ended.join(' + ')}`,
         ...stderrNotes(rig.errorLines([server])),
       ]);
@@ -301,6 +309,7 @@ const outage: Scenario = {
       // so that the outage's deliveries exhaust their retries and fail.
       const server = await rig.start({
         ...DELIVERY_ENV,
+        DELIVERY_RETRY_SCHEDULE_MS: SHORT_RETRY_SCHEDULE_MS,
         DELIVERY_BREAKER_FAILURES: '1000000',
         DELIVERY_DISABLE_AFTER_CONSECUTIVE_FAILURES: '0',
       });
@@ -338,7 +347,7 @@ const outage: Scenario = {
       // Deliveries still retrying at the first redelivery may fail after it: they are queued again.
       await settle(ledger, tally, size.settleMs, { ms: 1000, action: counted });
       await quiet(tally, 300, 10_000);
-      return result(outage.name, kind, started, ledger, tally, [
+      return result(rig, outage.name, kind, started, ledger, tally, [
         `503 answered: ${tally.unavailable()}`,
         `failed before the redelivery: ${failed}`,
         `redeliver calls: ${redeliveries}`,
@@ -360,6 +369,7 @@ const hung: Scenario = {
       const stuck = [await rig.tally({ mode: 'hung' }), await rig.tally({ mode: 'hung' })];
       const server = await rig.start({
         ...DELIVERY_ENV,
+        DELIVERY_RETRY_SCHEDULE_MS: SHORT_RETRY_SCHEDULE_MS,
         DELIVERY_CONCURRENCY: '8',
         DELIVERY_PER_STREAM_CONCURRENCY: '4',
       });
@@ -370,7 +380,7 @@ const hung: Scenario = {
       await burst(ledger, { count: size.hungUsers, parallel: size.parallel, target: one(() => server, token) });
       await settle(ledger, healthy, size.settleMs);
       const ms = (p: number) => `${Math.round(percentile(healthy.latencies, p))} ms`;
-      const row = result(hung.name, kind, started, ledger, healthy, [
+      const row = await result(rig, hung.name, kind, started, ledger, healthy, [
         `healthy stream latency p50 ${ms(50)}, p99 ${ms(99)}, max ${ms(100)}`,
         `requests held by the hung endpoints: ${stuck.map((t) => t.received()).join(' + ')}`,
       ]);
@@ -426,7 +436,7 @@ const fullDisk: Scenario = {
       await settle(ledger, tally, size.settleMs);
       await quiet(tally, 300, 10_000);
       if (await hasExited(server)) throw new Error('the node exited');
-      return result(fullDisk.name, kind, started, ledger, tally, [
+      return result(rig, fullDisk.name, kind, started, ledger, tally, [
         `filled with ${(filler.bytes / 1024).toFixed(0)} KiB; 5xx while full or just after: ${serverErrors(ledger)}`,
         `answers up to the freeing: ${JSON.stringify(Object.fromEntries(whileFull))}`,
         `first user created ${recoveredIn} ms after the space was freed`,

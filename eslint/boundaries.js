@@ -14,6 +14,7 @@ const PUBLIC_DATABASE = new Set([
   'openDatabase',
   'migrate',
   'ping',
+  'migrationsComplete',
 ]);
 /** How database failures are classified for clients (503s) is public too: the error handler reads it. */
 const PUBLIC_DATABASE_FILES = new Set(['src/db/unavailable.ts']);

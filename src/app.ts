@@ -3,7 +3,9 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyHttpsOptions, type FastifyInstance } from 'fastify';
 import type { SecureContextOptions } from 'node:tls';
 import { badRequest } from './http/errors.ts';
+import { registerConsole } from './http/console.ts';
 import { frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
+import { AccessLog, requestLoggerFactory } from './http/access-log.ts';
 import { registerRequestPipeline } from './http/hooks.ts';
 import { registerFormBodySupport, validatorCompiler } from './http/validation.ts';
 import { ping } from './db/database.ts';
@@ -12,12 +14,15 @@ import { captchaRoutes } from './modules/captcha/routes.ts';
 import { connectionRoutes } from './modules/connections/routes.ts';
 import { eventStreamRoutes } from './modules/event-streams/routes.ts';
 import { customDomainRoutes } from './modules/custom-domains/routes.ts';
+import { emailRoutes } from './modules/emails/routes.ts';
 import { emailTemplateRoutes } from './modules/email-templates/routes.ts';
 import { jobRoutes } from './modules/email-verification/jobs/routes.ts';
 import { ticketRoutes } from './modules/email-verification/tickets/routes.ts';
 import { oauthRoutes } from './modules/oauth/routes.ts';
 import { segmentRoutes } from './modules/segments/routes.ts';
 import { userRoutes } from './modules/users/routes.ts';
+import { usersImportRoutes } from './modules/users-imports/routes.ts';
+import { snapshotRoutes } from './snapshots/routes.ts';
 import type { Services } from './services.ts';
 
 /** Each area's routes, registered in this order. */
@@ -30,8 +35,11 @@ const modules: ReadonlyArray<(app: FastifyInstance, services: Services) => Promi
   eventStreamRoutes,
   customDomainRoutes,
   emailTemplateRoutes,
+  emailRoutes,
   ticketRoutes,
   jobRoutes,
+  usersImportRoutes,
+  snapshotRoutes,
 ];
 
 /** Longest path parameter routed; longer ones are refused with 414. */
@@ -46,7 +54,13 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   const { config } = services;
   const app = Fastify({
     // Silent means no logger at all, rather than a per-request child logger that writes nothing.
-    ...(config.logLevel === 'silent' ? { logger: false } : { loggerInstance: services.logger }),
+    ...(config.logLevel === 'silent'
+      ? { logger: false }
+      : {
+          loggerInstance: services.logger,
+          logController: new AccessLog(services.logger),
+          childLoggerFactory: requestLoggerFactory(),
+        }),
     ...(options.https
       ? {
           https: {
@@ -117,6 +131,9 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     await reference.register(fastifySwaggerUi, { routePrefix: '/docs', staticCSP: true });
   });
 
+  // The console's page and assets, served like /docs: the same on every host, without a token.
+  registerConsole(app);
+
   const serverOwn = { public: true, tenantless: true } as const;
   app.get('/health', { config: serverOwn, schema: { hide: true } }, async (_request, reply) => {
     try {
@@ -125,6 +142,12 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     } catch {
       return reply.code(503).send({ status: 'unavailable' });
     }
+  });
+  // Readiness, for load balancers and orchestrators: 503 while the database is unreachable or not
+  // migrated, and from the start of shutdown (serve.ts drains before closing).
+  app.get('/health/ready', { config: serverOwn, schema: { hide: true } }, async (_request, reply) => {
+    const state = await services.readiness.state();
+    return reply.code(state === 'ready' ? 200 : 503).send({ status: state });
   });
   app.get('/api/v2/openapi.json', { config: serverOwn, schema: { hide: true } }, async () => app.swagger());
 

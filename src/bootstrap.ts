@@ -30,13 +30,16 @@ export async function provisionTenant(
  * First start: the default tenant on TENANT_DOMAIN and its admin client with every scope. A generated
  * secret is written, readable by the owner only, to DATA_DIR so it is not lost once printed.
  */
-export async function bootstrap(services: Services): Promise<BootstrapResult> {
+export async function bootstrap(
+  services: Services,
+  domain: string = services.config.tenantDomain,
+): Promise<BootstrapResult> {
   const { config } = services;
   const existing = await services.tenants.get(DEFAULT_TENANT_ID);
   if (existing) return { tenant: existing };
   let tenant: Tenant;
   try {
-    tenant = await provisionTenant(services, DEFAULT_TENANT_ID, config.tenantDomain);
+    tenant = await provisionTenant(services, DEFAULT_TENANT_ID, domain);
   } catch (error) {
     // Several nodes starting at once on one database: one creates the tenant, the others use it.
     const created = error instanceof TenantTaken ? await services.tenants.get(DEFAULT_TENANT_ID) : undefined;
@@ -51,12 +54,21 @@ export async function bootstrap(services: Services): Promise<BootstrapResult> {
   });
   if (config.bootstrapClientSecret)
     return { tenant, admin: { clientId: admin.clientId, clientSecret: admin.clientSecret } };
-  fs.mkdirSync(config.dataDir, { recursive: true });
-  const credentialsFile = path.join(config.dataDir, 'admin-client.json');
+  return { tenant, admin: saveAdminCredentials(services, tenant, admin) };
+}
+
+/** Writes a generated admin secret to DATA_DIR/admin-client.json (0600), so it is not lost once printed. */
+export function saveAdminCredentials(
+  services: Pick<Services, 'config'>,
+  tenant: Tenant,
+  admin: { clientId: string; clientSecret: string },
+): NonNullable<BootstrapResult['admin']> {
+  fs.mkdirSync(services.config.dataDir, { recursive: true });
+  const credentialsFile = path.join(services.config.dataDir, 'admin-client.json');
   fs.writeFileSync(
     credentialsFile,
     `${JSON.stringify({ domain: tenant.domain, client_id: admin.clientId, client_secret: admin.clientSecret }, null, 2)}\n`,
     { mode: 0o600 },
   );
-  return { tenant, admin: { clientId: admin.clientId, clientSecret: admin.clientSecret, credentialsFile } };
+  return { clientId: admin.clientId, clientSecret: admin.clientSecret, credentialsFile };
 }

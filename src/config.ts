@@ -10,6 +10,11 @@ import { certificateAuthorityFiles } from './tls/dev-ca-files.ts';
 export interface Config {
   port: number;
   host: string;
+  /**
+   * Where `/metrics` (Prometheus) and `/health/ready` are served, on HOST, apart from the API; unset:
+   * no metrics are kept and nothing more listens. 0: a port the system chooses (tests).
+   */
+  metricsPort: number | undefined;
   dataDir: string;
   databaseUrl: string | undefined;
   /**
@@ -18,6 +23,12 @@ export interface Config {
    * commits before a power loss or OS crash may be lost.
    */
   sqliteSynchronous: 'full' | 'normal';
+  /** The embedded database in memory only (SQLITE_MEMORY): nothing survives the process; for tests. */
+  sqliteMemory: boolean;
+  /** Development only: POST /_tenantry/reset, /snapshot and /restore, for test suites in any language. */
+  devEndpoints: boolean;
+  /** The bearer token those endpoints require (TENANTRY_OPERATOR_TOKEN, at least 32 characters). */
+  operatorToken: string | undefined;
   redisUrl: string | undefined;
   tenantDomain: string;
   bootstrapClientId: string | undefined;
@@ -50,6 +61,10 @@ export interface Config {
   /** Which proxies' X-Forwarded-For is believed for the client address (Fastify's trustProxy); false: none. */
   trustProxy: boolean | number | string;
   bodyLimitBytes: number;
+  /** Largest users file POST /jobs/users-imports accepts (it streams to the database, not to memory). */
+  usersImportMaxBytes: number;
+  /** How long a node holds a users-import job between two batches; after a crash another node resumes it then. */
+  usersImportLeaseMs: number;
   logLevel: string;
   /** Event delivery: the outbox worker runs unless DELIVERY_WORKER=false. */
   deliveryWorker: boolean;
@@ -104,6 +119,8 @@ export interface Config {
   templateRenderThreads: number;
   /** Wall-clock limit of one template render; over it the render's thread is terminated. */
   templateRenderTimeoutMs: number;
+  /** A render thread idle this long is ended; the next render starts one. */
+  templateRenderIdleMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -291,12 +308,25 @@ export function loadConfig(env: Env = process.env): Config {
       `DELIVERY_LEASE_MS (${deliveryLeaseMs}) must be greater than DELIVERY_TIMEOUT_MS (${deliveryTimeoutMs})`,
     );
   }
+  const devEndpoints = flag(env, 'TENANTRY_DEV_ENDPOINTS', false);
+  const operatorToken = text(env, 'TENANTRY_OPERATOR_TOKEN');
+  // The endpoints throw the whole database away: never open without a token that cannot be guessed.
+  if (devEndpoints && (operatorToken === undefined || operatorToken.length < 32))
+    throw new ConfigError('TENANTRY_DEV_ENDPOINTS=true needs TENANTRY_OPERATOR_TOKEN of at least 32 characters');
+  const metricsPort = text(env, 'METRICS_PORT') === undefined ? undefined : integer(env, 'METRICS_PORT', 0);
+  if (metricsPort !== undefined && (metricsPort > 65535 || (metricsPort === port && port !== 0))) {
+    throw new ConfigError(`METRICS_PORT must be a TCP port other than PORT (${port}), got "${metricsPort}"`);
+  }
   return {
     port,
     host: text(env, 'HOST') ?? '127.0.0.1',
+    metricsPort,
     dataDir,
     databaseUrl,
     sqliteSynchronous,
+    sqliteMemory: flag(env, 'SQLITE_MEMORY', false) && databaseUrl === undefined,
+    devEndpoints,
+    operatorToken,
     redisUrl: text(env, 'REDIS_URL'),
     tenantDomain: (text(env, 'TENANT_DOMAIN') ?? `localhost:${port}`).toLowerCase(),
     bootstrapClientId: text(env, 'BOOTSTRAP_CLIENT_ID'),
@@ -319,6 +349,8 @@ export function loadConfig(env: Env = process.env): Config {
     tokenFailuresPerAddressPerMinute: integer(env, 'TOKEN_FAILURES_PER_ADDRESS_PER_MINUTE', 60, 1),
     trustProxy: trustProxy(text(env, 'TRUST_PROXY')),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    usersImportMaxBytes: integer(env, 'USERS_IMPORT_MAX_BYTES', 512 * 1024 * 1024, 1024),
+    usersImportLeaseMs: integer(env, 'USERS_IMPORT_LEASE_MS', 60_000, 1000),
     logLevel: text(env, 'LOG_LEVEL') ?? 'info',
     deliveryWorker: flag(env, 'DELIVERY_WORKER', true),
     deliveryAllowHttp: flag(env, 'DELIVERY_ALLOW_HTTP', false),
@@ -342,5 +374,6 @@ export function loadConfig(env: Env = process.env): Config {
     ...mailSettings(env),
     templateRenderThreads: integer(env, 'TEMPLATE_RENDER_THREADS', 2, 1),
     templateRenderTimeoutMs: integer(env, 'TEMPLATE_RENDER_TIMEOUT_MS', 1000, 1),
+    templateRenderIdleMs: integer(env, 'TEMPLATE_RENDER_IDLE_MS', 60_000, 1),
   };
 }

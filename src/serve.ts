@@ -1,28 +1,29 @@
 import fs from 'node:fs';
-import { buildApp } from './app.ts';
-import { bootstrap } from './bootstrap.ts';
 import type { Config } from './config.ts';
-import { createServices } from './services.ts';
+import { collectStartUpGarbage } from './heap.ts';
+import { bufferedStdout } from './logger.ts';
+import { startServer, type StartOptions } from './start.ts';
 
 /**
  * Runs the server until SIGTERM/SIGINT: then it stops accepting connections, lets in-flight requests
  * finish, and closes the database.
  */
-export async function serve(config: Config): Promise<void> {
-  const services = await createServices(config);
+export async function serve(config: Config, options: Pick<StartOptions, 'provision'> = {}): Promise<void> {
   const https =
     config.tlsCertFile && config.tlsKeyFile
       ? { cert: fs.readFileSync(config.tlsCertFile), key: fs.readFileSync(config.tlsKeyFile) }
       : undefined;
-  const app = await buildApp(services, { https });
-  const { tenant, admin } = await bootstrap(services);
-
-  // A verification email does not wait for a render thread to start.
-  services.templateRenderer.start();
-  await app.listen({ port: config.port, host: config.host });
+  // Log lines leave in batches: a request never waits on stdout (see bufferedStdout).
+  const server = await startServer(config, {
+    ...options,
+    https,
+    logStream: bufferedStdout(),
+  });
+  collectStartUpGarbage();
+  const { tenant, admin, services, metricsServer } = server;
   const scheme = https ? 'https' : 'http';
   const lines = [
-    `Tenantry serves the Management API at ${scheme}://${tenant.domain}/api/v2/ (listening on ${config.host}:${config.port}, ${services.database.dialect})`,
+    `Tenantry serves the Management API at ${scheme}://${tenant.domain}/api/v2/ (listening on ${config.host}:${server.port}, ${services.database.dialect})`,
   ];
   if (admin) {
     const credentials = [
@@ -36,6 +37,8 @@ export async function serve(config: Config): Promise<void> {
     if (admin.credentialsFile) lines.push(`  (${admin.credentialsFile} holds them, readable by its owner only)`);
   }
   lines.push(`API reference: ${scheme}://${tenant.domain}/docs`);
+  if (metricsServer)
+    lines.push(`Metrics: http://${config.host}:${metricsServer.port}/metrics (keep this port private)`);
   // The description never holds the SMTP password.
   if (services.mailWorker) lines.push(`Emails go to ${services.mailWorker.description}`);
   process.stdout.write(`${lines.join('\n')}\n`);
@@ -44,9 +47,8 @@ export async function serve(config: Config): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    app.log.info({ signal }, 'shutting down');
-    await app.close();
-    await services.close();
+    services.logger.info({ signal }, 'shutting down');
+    await server.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Config } from './config.ts';
 import { migrate, openDatabase, type Database } from './db/database.ts';
 import { memoryRateLimiter, redisRateLimiters, type RateLimiter, type RateLimitSettings } from './http/rate-limit.ts';
@@ -29,18 +30,28 @@ import { EmailTemplateService } from './modules/email-templates/service.ts';
 import { TemplateRenderer } from './modules/email-templates/renderer.ts';
 import { VerificationEmailService } from './modules/email-verification/service.ts';
 import { JobService } from './modules/email-verification/jobs/service.ts';
+import { UsersImportService } from './modules/users-imports/service.ts';
+import { UsersImportStore } from './modules/users-imports/store.ts';
+import { UsersImportWorker } from './modules/users-imports/worker.ts';
 import { TicketService } from './modules/email-verification/tickets/service.ts';
 import { mailboxDir } from './mail/mailbox.ts';
 import { mailboxTransport, smtpTransport } from './mail/transport.ts';
 import { MailOutbox } from './mail/outbox.ts';
 import { MailWorker } from './mail/worker.ts';
-import { createLogger, type Logger } from './logger.ts';
+import { createLogger, flushLogger, type LogDestination, type Logger } from './logger.ts';
+import { noMetrics, PrometheusMetrics, type Metrics } from './observability/metrics.ts';
+import { Readiness } from './observability/readiness.ts';
+import { SnapshotService } from './snapshots/service.ts';
 
 /** Every long-lived part of a running server, built once from the configuration. */
 export interface Services {
   config: Config;
   /** The one logger: requests, workers, the rate limiter, certificates and re-checks all write through it. */
   logger: Logger;
+  /** What the server counts; a PrometheusMetrics when METRICS_PORT is set, else a recorder that keeps nothing. */
+  metrics: Metrics;
+  /** Whether this node should get traffic (`/health/ready`); drained first thing on shutdown. */
+  readiness: Readiness;
   database: Database;
   secretBox: SecretBox;
   tenants: TenantService;
@@ -65,6 +76,12 @@ export interface Services {
   tickets: TicketService;
   verificationEmails: VerificationEmailService;
   jobs: JobService;
+  /** Users-import jobs: uploads stored in the database, imported in batches. */
+  usersImports: UsersImportService;
+  /** Runs users-import jobs; absent for CLI commands. */
+  usersImportWorker: UsersImportWorker | undefined;
+  /** The mail outbox: emails queued, sent and failed, per tenant. */
+  mailOutbox: MailOutbox;
   /** The mail outbox worker; absent when MAIL_WORKER=false, and for CLI commands. */
   mailWorker: MailWorker | undefined;
   /** Each tenant's bucket: every request with a valid token draws on it. */
@@ -73,13 +90,15 @@ export interface Services {
   anonymousRateLimiter: RateLimiter;
   /** Failed client authentications at /oauth/token, per client id and address, and per address. */
   tokenFailureLimiters: { perClient: RateLimiter; perAddress: RateLimiter };
+  /** Saved states of the whole database and the return to them (reset, snapshot, restore). */
+  snapshots: SnapshotService;
   /** Stops background work and closes connections; idempotent. */
   close(): Promise<void>;
 }
 
 export interface ServiceOptions {
-  /** Where JSON log lines go (stdout by default). */
-  logStream?: NodeJS.WritableStream;
+  /** Where JSON log lines go (stdout, written as they come, by default; the server passes `bufferedStdout()`). */
+  logStream?: LogDestination;
   /**
    * False for CLI commands, which do their task and exit: no background re-checks of custom domains
    * and no delivery or mail worker, whatever the configuration says; those are left to the server.
@@ -93,9 +112,21 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const logger = createLogger(config, { stream: options.logStream });
   const database = openDatabase(config);
   await migrate(database);
+  // The backlogs are read at scrape time, through the services built below.
+  const metrics: Metrics =
+    config.metricsPort === undefined
+      ? noMetrics
+      : new PrometheusMetrics({
+          backlogs: { deliveries: () => eventStreams.dueBacklog(), emails: () => mailOutbox.backlog() },
+          pool: database.pool,
+          logger,
+        });
+  // A database in memory is gone at exit, and its key with it: no key file is written for it.
   const secretBox = config.encryptionKey
     ? SecretBox.fromKey(config.encryptionKey)
-    : SecretBox.fromKeyFile(config.dataDir);
+    : config.sqliteMemory
+      ? SecretBox.fromKey(randomBytes(32).toString('hex'))
+      : SecretBox.fromKeyFile(config.dataDir);
   const customDomainStore = new CustomDomainStore(database);
   // Tenants answer on their ready custom domains too: resolving a Host and checking a token's domains ask them.
   const tenants = new TenantService(new TenantStore(database), new CustomDomainHosts(customDomainStore));
@@ -132,6 +163,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     customDomains,
     config.customDomainRecheckInitialMs,
     logger,
+    metrics,
   );
   if (background) verificationRechecks.start();
   // With Redis, every limit is shared by all the nodes (one connection, its outages logged once);
@@ -157,17 +189,19 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const eventStreams = new EventStreamService(database, secretBox, tenants, {
     guard: endpointGuard,
     queued: (trx) => deliveryWakeup.queued(trx),
+    logger,
   });
   // Every user write records its webhook events in its own transaction (the events outbox).
   const users = new UserService(database, connections, secretBox, eventStreams);
   const deliveryWorker =
     background && config.deliveryWorker
-      ? new DeliveryWorker(database, secretBox, config, endpointGuard, deliveryWakeup, logger)
+      ? new DeliveryWorker(database, secretBox, config, endpointGuard, deliveryWakeup, logger, metrics)
       : undefined;
   deliveryWorker?.start();
   const templateRenderer = new TemplateRenderer({
     threads: config.templateRenderThreads,
     timeoutMs: config.templateRenderTimeoutMs,
+    idleMs: config.templateRenderIdleMs,
   });
   const emailTemplates = new EmailTemplateService(database, templateRenderer);
   const tickets = new TicketService(database, users);
@@ -192,19 +226,52 @@ export async function createServices(config: Config, options: ServiceOptions = {
             : mailboxTransport(mailboxDir(config.dataDir)),
           config,
           logger,
+          metrics,
         )
       : undefined;
   mailWorker?.start();
+  let usersImportWorker: UsersImportWorker | undefined;
+  // A job queued here is started here at once; other nodes find it at their next poll.
+  const usersImports = new UsersImportService(
+    database,
+    new UsersImportStore(database),
+    connections,
+    users,
+    { maxBytes: config.usersImportMaxBytes, leaseMs: config.usersImportLeaseMs },
+    logger,
+    () => usersImportWorker?.wake(),
+  );
+  if (background) {
+    usersImportWorker = new UsersImportWorker(usersImports, logger);
+    usersImportWorker.start();
+  }
+  const jobs = new JobService(database, users, verificationEmails, mailOutbox, usersImports);
+  const accessTokens = new AccessTokenService(signingKeys, tenants, config.tokenLifetimeSeconds);
+  const limiters = [rateLimiter, anonymousRateLimiter, tokenFailureLimiters.perClient, tokenFailureLimiters.perAddress];
+  // After a restore nothing read from the old rows may be served: every cache goes, every bucket refills.
+  const snapshots = new SnapshotService(
+    database,
+    () => [deliveryWorker, mailWorker, usersImportWorker, background ? verificationRechecks : undefined],
+    async () => {
+      tenants.forget();
+      signingKeys.forget();
+      accessTokens.forget();
+      customDomainCertificates.forgetAll();
+      await Promise.all(limiters.map((l) => l.reset()));
+    },
+  );
   let closed: Promise<void> | undefined;
   return {
     config,
     logger,
+    metrics,
+    readiness: new Readiness(database, logger),
     database,
     secretBox,
     tenants,
     signingKeys,
     clients,
-    accessTokens: new AccessTokenService(signingKeys, tenants, config.tokenLifetimeSeconds),
+    accessTokens,
     connections,
     users,
     segments: new SegmentService(database),
@@ -218,24 +285,28 @@ export async function createServices(config: Config, options: ServiceOptions = {
     emailTemplates,
     tickets,
     verificationEmails,
-    jobs: new JobService(database, users, verificationEmails, mailOutbox),
+    jobs,
+    usersImports,
+    usersImportWorker,
+    mailOutbox,
     mailWorker,
     rateLimiter,
     anonymousRateLimiter,
     tokenFailureLimiters,
+    snapshots,
     close() {
       closed ??= (async () => {
+        await snapshots.settled();
         await deliveryWorker?.stop();
         await mailWorker?.stop();
+        await usersImportWorker?.stop();
         await templateRenderer.close();
         await verificationRechecks.stop();
-        await Promise.all(
-          [rateLimiter, anonymousRateLimiter, tokenFailureLimiters.perClient, tokenFailureLimiters.perAddress].map(
-            (l) => l.close(),
-          ),
-        );
+        await Promise.all(limiters.map((l) => l.close()));
         await customDomainCertificates.close();
         await database.close();
+        // The last lines (the shutdown's own among them) reach the destination before the process goes.
+        await flushLogger(logger);
       })();
       return closed;
     },

@@ -37,6 +37,28 @@ describe('OpenAPI document and the API reference page', () => {
     assert.equal(lookup?.operationId, 'listUsersByEmail');
     assert.deepEqual(lookup?.parameters?.find((p) => p.name === 'email')?.required, true);
     assert.ok(doc.paths['/api/v2/users/{id}']?.delete, 'DELETE /users/{id} is documented');
+    // The operations the console relies on are the API's own, documented like any other.
+    assert.equal(doc.paths['/api/v2/event-streams/{id}/stats']?.get?.operationId, 'getEventStreamStats');
+    assert.equal(
+      doc.paths['/api/v2/event-streams/{id}/deliveries/count']?.get?.operationId,
+      'countEventStreamDeliveries',
+    );
+    const attempts = doc.paths['/api/v2/event-streams/{id}/attempts']?.get;
+    assert.equal(attempts?.operationId, 'listEventStreamAttempts');
+    assert.deepEqual(
+      attempts?.parameters?.filter((p) => p.name !== 'id').map((p) => [p.name, p.required]),
+      [
+        ['after', false],
+        ['take', false],
+      ],
+    );
+    assert.equal(doc.paths['/api/v2/custom-domains/{id}/certificate']?.get?.operationId, 'getCustomDomainCertificate');
+    assert.equal(doc.paths['/api/v2/emails/outbox']?.get?.operationId, 'listOutboxEmails');
+    assert.equal(doc.paths['/api/v2/emails/outbox/{id}/message']?.get?.operationId, 'getOutboxEmailMessage');
+    assert.equal(
+      doc.paths['/api/v2/email-templates/{templateName}/preview']?.post?.operationId,
+      'previewEmailTemplate',
+    );
   });
 
   it('renders the operations at /docs in headless Chromium', async (t) => {

@@ -35,6 +35,15 @@ describe('configuration', () => {
     }
   });
 
+  it('reads METRICS_PORT as off when unset, and refuses the API port or a non-port', () => {
+    assert.equal(loadConfig({}).metricsPort, undefined);
+    assert.equal(loadConfig({ METRICS_PORT: '' }).metricsPort, undefined);
+    assert.equal(loadConfig({ METRICS_PORT: '9100' }).metricsPort, 9100);
+    assert.equal(loadConfig({ PORT: '0', METRICS_PORT: '0' }).metricsPort, 0);
+    for (const bad of [{ METRICS_PORT: '8080' }, { METRICS_PORT: '70000' }, { METRICS_PORT: 'nine' }])
+      assert.throws(() => loadConfig(bad), ConfigError, JSON.stringify(bad));
+  });
+
   it('reads TRUST_PROXY as off, on, a hop count or a list of proxy addresses', () => {
     assert.equal(loadConfig({}).trustProxy, false);
     assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);

@@ -1,5 +1,5 @@
-import { ConfigError, loadConfig } from '../config.ts';
-import { serve } from '../serve.ts';
+import { ConfigError } from '../config.ts';
+import { SeedError } from '../seed/load.ts';
 import { UsageError } from './args.ts';
 import { clientsCommand } from './clients.ts';
 import { customDomainsCommand } from './custom-domains.ts';
@@ -7,6 +7,7 @@ import { devCertCommand } from './dev-cert.ts';
 import { eventsCommand } from './events.ts';
 import { keysCommand } from './keys.ts';
 import { mailboxCommand } from './mailbox.ts';
+import { seedCommand, serveCommand } from './seed.ts';
 import { tenantsCommand } from './tenants.ts';
 import { tokenCommand } from './token.ts';
 import { usersCommand } from './users-import.ts';
@@ -17,7 +18,12 @@ Every command reads the server's configuration (DATA_DIR, DATABASE_URL, ...) and
 database, also while the server runs.
 
 Commands:
-  serve                                       Serve the API (the default)
+  serve [--seed FILE]                         Serve the API (the default); the seed (default: tenantry.seed.yaml,
+                                              .yml or .json in the working directory) makes the first state
+  seed init [--file FILE]                     Write a commented starter seed (tenantry.seed.yaml)
+  seed export --tenant ID [--with-secrets] [--file FILE]
+                                              A tenant's current state as a seed (password hashes
+                                              only with --with-secrets; client secrets never)
   tenants create --id ID --domain DOMAIN      Create a tenant with its signing key and database connection
   tenants list
   clients create --tenant ID --name NAME (--scopes a,b | --all-scopes)
@@ -45,7 +51,9 @@ export async function main(argv: string[]): Promise<void> {
   try {
     switch (command) {
       case 'serve':
-        return await serve(loadConfig());
+        return await serveCommand(args);
+      case 'seed':
+        return await seedCommand(args);
       case 'tenants':
         return await tenantsCommand(args);
       case 'clients':
@@ -73,7 +81,7 @@ export async function main(argv: string[]): Promise<void> {
         throw new UsageError(`unknown command "${command}" (see: tenantry help)`);
     }
   } catch (error) {
-    const known = error instanceof UsageError || error instanceof ConfigError;
+    const known = error instanceof UsageError || error instanceof ConfigError || error instanceof SeedError;
     // Unexpected failures (a database down, a bug) keep their stack when TENANTRY_DEBUG asks for it.
     const detail = !known && process.env.TENANTRY_DEBUG ? (error as Error).stack : (error as Error).message;
     process.stderr.write(`tenantry: ${detail}\n`);

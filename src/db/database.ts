@@ -17,7 +17,8 @@ import {
   type SqliteDialectConfig,
   type Transaction,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
+import { lazyModule } from '../lazy-module.ts';
 import { migrations } from './migrations/index.ts';
 import type { Schema } from './schema.ts';
 import { databaseUnavailable } from './unavailable.ts';
@@ -37,16 +38,25 @@ export interface Database {
   close(): Promise<void>;
 }
 
-// PostgreSQL returns BIGINT/NUMERIC as strings by default; counts are small enough for numbers.
-pg.types.setTypeParser(20, (v) => Number(v));
+/** The PostgreSQL driver, loaded by the first PostgreSQL database opened (see lazyModule). */
+export const pgDriver = lazyModule<typeof pg>('pg');
+let typesSet = false;
 
 export function openDatabase(options: {
   databaseUrl?: string;
   dataDir: string;
   sqliteSynchronous?: 'full' | 'normal';
+  /** An SQLite database in memory only, gone when it is closed: nothing is written to DATA_DIR. */
+  sqliteMemory?: boolean;
 }): Database {
   if (options.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
+    const driver = pgDriver();
+    if (!typesSet) {
+      // PostgreSQL returns BIGINT/NUMERIC as strings by default; counts are small enough for numbers.
+      driver.types.setTypeParser(20, (v) => Number(v));
+      typesSet = true;
+    }
+    const pool = new driver.Pool({ connectionString: options.databaseUrl, max: 10 });
     // A connection the server ends (restart, failover, pg_terminate_backend, a proxy's idle timeout)
     // is dropped by the pool and replaced on the next query. Its 'error' event, raised on the pool when
     // it was idle and on the client itself when it was lent out, must be heard: unheard, it would end
@@ -56,12 +66,17 @@ export function openDatabase(options: {
     const db = new Kysely<Schema>({ dialect: new CausePreservingPostgresDialect({ pool }) });
     return { dialect: 'postgres', db, pool, close: () => db.destroy() };
   }
-  fs.mkdirSync(options.dataDir, { recursive: true });
-  const file = path.join(options.dataDir, 'tenantry.sqlite');
-  // Created owner-only before SQLite opens it; its -wal and -shm files inherit the mode.
-  fs.closeSync(fs.openSync(file, 'a', 0o600));
-  const sqlite = new BetterSqlite3(file);
-  sqlite.pragma('journal_mode = WAL');
+  let sqlite: BetterSqlite3.Database;
+  if (options.sqliteMemory) {
+    sqlite = new BetterSqlite3(':memory:');
+  } else {
+    fs.mkdirSync(options.dataDir, { recursive: true });
+    const file = path.join(options.dataDir, 'tenantry.sqlite');
+    // Created owner-only before SQLite opens it; its -wal and -shm files inherit the mode.
+    fs.closeSync(fs.openSync(file, 'a', 0o600));
+    sqlite = new BetterSqlite3(file);
+    sqlite.pragma('journal_mode = WAL');
+  }
   // FULL unless told otherwise: in WAL mode NORMAL acknowledges commits that a power loss can still undo.
   sqlite.pragma(`synchronous = ${options.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
   sqlite.pragma('busy_timeout = 5000');
@@ -134,14 +149,16 @@ class CausePreservingPostgresDialect extends PostgresDialect {
   }
 }
 
-export async function migrate(database: Database): Promise<void> {
-  const migrator = new Migrator({
+const migratorOf = (database: Database) =>
+  new Migrator({
     db: database.db,
     provider: { getMigrations: async () => migrations },
     migrationTableName: 'tenantry_migrations',
     migrationLockTableName: 'tenantry_migrations_lock',
   });
-  const { error, results } = await migrator.migrateToLatest();
+
+export async function migrate(database: Database): Promise<void> {
+  const { error, results } = await migratorOf(database).migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;
     throw new Error(`database migration ${failed ?? ''} failed: ${String(error)}`);
@@ -212,4 +229,13 @@ export function nowAfter(previous: string): string {
  */
 export function transaction<T>(database: Database, work: (trx: Tx) => Promise<T>): Promise<T> {
   return database.db.transaction().execute(work);
+}
+
+/**
+ * True when every migration this build knows has been run on the database: a node must not take
+ * traffic on a schema older than its code (another node may still be migrating it).
+ */
+export async function migrationsComplete(database: Database): Promise<boolean> {
+  const known = await migratorOf(database).getMigrations();
+  return known.every((migration) => migration.executedAt !== undefined);
 }

@@ -248,6 +248,60 @@ export interface JobsTable {
   created_at: string;
 }
 
+/**
+ * Users-import jobs (POST /jobs/users-imports). `status` is pending until the job ends; the API says
+ * processing once `started_at` is set. The counters and the resume point move in each batch's transaction.
+ */
+export interface UsersImportsTable {
+  id: string;
+  tenant_id: string;
+  connection_id: string;
+  /** The connection's name, which imported users get. */
+  connection: string;
+  upsert: number;
+  external_id: string | null;
+  send_completion_email: number;
+  format: 'json' | 'ndjson';
+  file_bytes: number;
+  /** Records in the file, counted when it was uploaded. */
+  total: number;
+  status: 'pending' | 'completed' | 'failed';
+  status_details: string | null;
+  next_attempt_at: string;
+  /** A worker's lease: until then no other worker claims it; an expired lease is claimed again. */
+  claimed_until: string | null;
+  /** How many times a worker claimed it: a job that keeps stopping short is failed, not retried forever. */
+  claims: number;
+  started_at: string | null;
+  /** Byte offset and record position just past the last record a committed batch handled. */
+  resume_offset: number;
+  resume_position: number;
+  done: number;
+  inserted: number;
+  updated: number;
+  failed: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** An uploaded users file, in chunks of up to 1 MiB, until its job ends. */
+export interface UsersImportChunksTable {
+  job_id: string;
+  seq: number;
+  data: Buffer;
+  created_at: string;
+}
+
+/** A record a users-import job could not import: the record as given (without its password hash) and why. */
+export interface UsersImportErrorsTable {
+  job_id: string;
+  position: number;
+  /** JSON of the record. */
+  record: string;
+  /** JSON array of `{ code, message, path }`. */
+  errors: string;
+}
+
 /** Email-verification tickets: only the SHA-256 of the ticket in the link is stored. */
 export interface EmailVerificationTicketsTable {
   ticket_hash: string;
@@ -281,6 +335,9 @@ export interface Schema {
   email_templates: EmailTemplatesTable;
   email_outbox: EmailOutboxTable;
   jobs: JobsTable;
+  users_imports: UsersImportsTable;
+  users_import_chunks: UsersImportChunksTable;
+  users_import_errors: UsersImportErrorsTable;
   email_verification_tickets: EmailVerificationTicketsTable;
   custom_domain_certificates: CustomDomainCertificatesTable;
 }

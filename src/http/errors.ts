@@ -13,6 +13,7 @@ import type { DatabaseUnavailable } from '../db/unavailable.ts';
  */
 export type ErrorCode =
   | 'invalid_body'
+  | 'inexistent_snapshot'
   | 'invalid_query_string'
   | 'invalid_uri'
   | 'invalid_header'
@@ -23,6 +24,7 @@ export type ErrorCode =
   | 'inexistent_connection'
   | 'inexistent_custom_domain'
   | 'inexistent_job'
+  | 'inexistent_email'
   | 'inexistent_segment'
   | 'invalid_cname_api_key'
   | 'operation_not_supported'
@@ -124,6 +126,7 @@ export const notFound = {
   tenant: (host: string | undefined) =>
     new ApiError(404, `No tenant is served on host ${host ?? '(none)'}`, 'inexistent_tenant'),
   user: () => new ApiError(404, 'The user does not exist.', 'inexistent_user'),
+  snapshot: (name: string) => new ApiError(404, `No snapshot named ${name}`, 'inexistent_snapshot'),
 };
 
 export function conflict(message: string, errorCode?: ErrorCode): ApiError {
@@ -218,6 +221,26 @@ export const emailTemplateErrors = {
     new ApiError(400, `The verify_email template could not be rendered: ${reason}`, 'template_render_error'),
 };
 
+// ---- Emails (src/modules/emails): the outbox and the development mailbox ----
+export const emailErrors = {
+  /** No email of the calling tenant has this id (another tenant's is no different). */
+  notFound: () => new ApiError(404, 'The email does not exist.', 'inexistent_email'),
+  /** The tenant's email, not (or no longer) in the development mailbox: pending, failed, or its files removed. */
+  notInMailbox: () =>
+    new ApiError(
+      404,
+      'The email is not in the development mailbox: it has not been sent (yet), or its files were removed.',
+      'inexistent_email',
+    ),
+  /** With SMTP_URL set, a sent email's body is dropped: the server keeps no copy of it. */
+  noMailbox: () =>
+    new ApiError(
+      404,
+      'Email bodies are kept only in the development mailbox, and this server sends through SMTP (SMTP_URL is set): it keeps no copy of a sent email.',
+      'inexistent_email',
+    ),
+};
+
 // ---- Email verification (src/modules/email-verification): the domain context, tickets and jobs ----
 export const emailVerificationErrors = {
   noEmailAddress: () => new ApiError(400, 'The user does not have an email address.', 'invalid_body'),
@@ -232,6 +255,41 @@ export const emailVerificationErrors = {
   ambiguousCustomDomain: () => conflict('The tenant has multiple verified custom domains.', 'custom_domain_conflict'),
   inexistentJob: () => new ApiError(404, 'The job does not exist.', 'inexistent_job'),
   templateDisabled: () => new ApiError(400, 'The verify_email template is disabled.', 'operation_not_supported'),
+};
+
+/** The same refusal, with the connection closed after it: the rest of a large body is not read for nothing. */
+export function closingConnection(error: ApiError): ApiError {
+  return new ApiError(error.statusCode, error.message, error.errorCode, error.attributes, {
+    ...error.headers,
+    connection: 'close',
+  });
+}
+
+// ---- Users-import jobs (src/modules/users-imports) ----
+
+export const usersImportErrors = {
+  notMultipart: () =>
+    new ApiError(
+      400,
+      'The request must be multipart/form-data with the users file in the "users" part.',
+      'invalid_body',
+    ),
+  missingFile: () => badRequest.missingProperty('users'),
+  /** A part the operation does not take, or a second file. */
+  unexpectedPart: (name: string) => badRequest.payload(`Additional properties not allowed: ${name}`),
+  malformedMultipart: (reason: string) =>
+    new ApiError(400, `The multipart body could not be read: ${reason}`, 'invalid_body'),
+  /** The file is not a JSON array of users, nor NDJSON: refused whole, nothing imported. */
+  invalidFile: (reason: string) => new ApiError(400, `Invalid users file: ${reason}.`, 'invalid_body'),
+  inexistentConnection: () => new ApiError(400, 'The connection does not exist.', 'inexistent_connection'),
+  tooManyPending: (max: number) =>
+    tooManyRequests(`There are already ${max} pending users-import jobs for this tenant; wait for one to end.`),
+  notDatabaseConnection: (strategy: string) =>
+    new ApiError(
+      400,
+      `Users can only be imported into a database connection; this one's strategy is ${strategy}.`,
+      'operation_not_supported',
+    ),
 };
 
 // ---- Event streams (src/modules/event-streams) ----

@@ -1,23 +1,32 @@
 import type { TLSSocket } from 'node:tls';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Principal } from '../modules/oauth/access-tokens.ts';
+import type { Metrics, RateLimitBucket } from '../observability/metrics.ts';
 import type { Tenant, TenantHost } from '../modules/tenants/service.ts';
 import { clientAddress } from './client-address.ts';
 import { CNAME_API_KEY_HEADER, checkCnameApiKey } from './cname-api-key.ts';
 import { ApiError, badRequest, forbidden, notFound, tooManyRequests, unauthorized } from './errors.ts';
-import { rateLimitHeaders, type RateLimiter } from './rate-limit.ts';
+import type { RateLimiter, RateLimitState } from './rate-limit.ts';
 import './types.ts';
 
 /** What the pipeline asks of the rest of the server: the services themselves, narrowed to what it calls. */
 export interface RequestPipeline {
-  /** Host → tenant, from the tenants' cache. */
-  tenants: { resolve(host: string | undefined): Promise<TenantHost | undefined> };
-  /** Bearer token → principal (tenant, client, scopes). */
-  accessTokens: { verify(tenant: Tenant, token: string): Promise<Principal> };
+  /** Host → tenant, from the tenants' cache; resolveCached answers only from it, at once. */
+  tenants: {
+    resolve(host: string | undefined): Promise<TenantHost | undefined>;
+    resolveCached(host: string | undefined): { readonly found: TenantHost | undefined } | undefined;
+  };
+  /** Bearer token → principal (tenant, client, scopes); verifyCached answers only a cache hit, at once. */
+  accessTokens: {
+    verify(tenant: Tenant, token: string): Promise<Principal>;
+    verifyCached(tenant: Tenant, token: string): Principal | undefined;
+  };
   /** Each tenant's bucket, drawn on by requests that carry a valid token of that tenant. */
   rateLimiter: RateLimiter;
   /** Buckets per client address, drawn on by requests without a valid token. */
   anonymousRateLimiter: RateLimiter;
+  /** Requests by matched route, and rate-limit refusals. */
+  metrics: Pick<Metrics, 'enabled' | 'httpRequest' | 'rateLimited'>;
 }
 
 /** A route as registered, with the declaration the pipeline enforces: what the route-table tests walk. */
@@ -71,51 +80,154 @@ export function registerRequestPipeline(app: FastifyInstance, pipeline: RequestP
       throw new Error(`route ${String(misdeclared.method)} ${misdeclared.url}: tenantless routes must be public`);
   });
 
-  app.addHook('onRequest', async (request, reply) => {
+  const { metrics } = pipeline;
+  // Off (no METRICS_PORT), the hook is not there at all: the request path pays nothing for metrics.
+  if (metrics.enabled) {
+    app.addHook('onResponse', (request, reply, done) => {
+      // The template the router matched, never the URL: no id, email or odd spelling becomes a label.
+      metrics.httpRequest(
+        request.is404 ? undefined : request.routeOptions.url,
+        request.method,
+        reply.statusCode,
+        reply.elapsedTime / 1000,
+      );
+      done();
+    });
+  }
+
+  // A callback hook, not an async one: on the hot path (Host, token and bucket all answered from
+  // memory) the decision is made without a promise; anything else takes the asynchronous path, the
+  // same decisions in the same order.
+  app.addHook('onRequest', (request, reply, done) => {
     const config = request.routeOptions.config;
-    if (config.tenantless && config.public) return;
-
-    const found = await pipeline.tenants.resolve(request.headers.host);
-    if (!found) {
-      // Hosts that name no tenant are anonymous traffic too: a flood of made-up names is limited like any.
-      await limit(request, reply, pipeline.anonymousRateLimiter, anonymousKey(request));
-      throw notFound.tenant(request.headers.host);
-    }
-    if (found.cnameApiKeyHash !== undefined && !servedOverOwnTls(request, found)) {
-      checkCnameApiKey(found.domain, found.cnameApiKeyHash, request.headers[CNAME_API_KEY_HEADER]);
-    }
-    request.tenantHost = found;
-    request.tenant = found.tenant;
-    if (config.public) return;
-
-    let principal: Principal | undefined;
-    let refusal: ApiError | undefined;
+    if (config.tenantless && config.public) return done();
+    let decided: boolean;
     try {
-      principal = await authenticate(request, pipeline);
+      decided = decideAtOnce(request, reply, config, pipeline);
     } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
-      refusal = error;
+      return done(error as Error);
     }
-    await limit(
-      request,
-      reply,
-      principal ? pipeline.rateLimiter : pipeline.anonymousRateLimiter,
-      principal ? found.tenant.id : anonymousKey(request),
-    );
-    // No route matched: the 404 handler answers, whoever asked.
-    if (request.is404) return;
-    if (refusal) throw refusal;
-    const scopes = config.scopes ?? [];
-    // A route that declares no scopes is granted to no token: deny by default.
-    if (!scopes.some((scope) => principal!.scopes.has(scope))) throw forbidden.scope(scopes);
-    request.principal = principal;
+    if (decided) return done();
+    decide(request, reply, config, pipeline).then(() => done(), done);
   });
 }
 
-async function limit(request: FastifyRequest, reply: FastifyReply, limiter: RateLimiter, key: string): Promise<void> {
-  const state = await limiter.take(key);
-  reply.headers(rateLimitHeaders(state));
-  if (!state.allowed) throw tooManyRequests();
+type RouteConfig = FastifyRequest['routeOptions']['config'];
+
+/** The pipeline's decisions, in order, for any request: awaits the tenants, tokens and limiters as needed. */
+async function decide(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  config: RouteConfig,
+  pipeline: RequestPipeline,
+): Promise<void> {
+  const { metrics } = pipeline;
+  const found = await pipeline.tenants.resolve(request.headers.host);
+  if (!found) {
+    // Hosts that name no tenant are anonymous traffic too: a flood of made-up names is limited like any.
+    await limit(request, reply, pipeline.anonymousRateLimiter, anonymousKey(request), 'anonymous', metrics);
+    throw notFound.tenant(request.headers.host);
+  }
+  if (found.cnameApiKeyHash !== undefined && !servedOverOwnTls(request, found)) {
+    checkCnameApiKey(found.domain, found.cnameApiKeyHash, request.headers[CNAME_API_KEY_HEADER]);
+  }
+  request.tenantHost = found;
+  request.tenant = found.tenant;
+  if (config.public) return;
+
+  let principal: Principal | undefined;
+  let refusal: ApiError | undefined;
+  try {
+    principal = await authenticate(request, pipeline);
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    refusal = error;
+  }
+  await limit(
+    request,
+    reply,
+    principal ? pipeline.rateLimiter : pipeline.anonymousRateLimiter,
+    principal ? found.tenant.id : anonymousKey(request),
+    principal ? 'tenant' : 'anonymous',
+    metrics,
+  );
+  authorize(request, config, principal, refusal);
+}
+
+/**
+ * decide(), for the common case only, without waiting: a Host in the tenants' cache, a public route or
+ * a well-formed token in the verified-token cache, and a bucket in this process. True when it decided
+ * (or threw its refusal); false, having changed nothing, when decide() must run.
+ */
+function decideAtOnce(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  config: RouteConfig,
+  pipeline: RequestPipeline,
+): boolean {
+  const found = pipeline.tenants.resolveCached(request.headers.host)?.found;
+  if (!found || found.cnameApiKeyHash !== undefined) return false;
+  if (config.public) {
+    request.tenantHost = found;
+    request.tenant = found.tenant;
+    return true;
+  }
+  const takeNow = pipeline.rateLimiter.takeNow;
+  if (!takeNow) return false;
+  const token = bearerToken(request.headers.authorization);
+  if (token === undefined) return false;
+  const principal = pipeline.accessTokens.verifyCached(found.tenant, token);
+  if (!principal) return false;
+  request.tenantHost = found;
+  request.tenant = found.tenant;
+  setRateLimitHeaders(reply, takeNow(found.tenant.id), pipeline.metrics, 'tenant');
+  authorize(request, config, principal, undefined);
+  return true;
+}
+
+/** After the rate limit: no route (the 404 handler answers), the token's refusal, or the route's scopes. */
+function authorize(
+  request: FastifyRequest,
+  config: RouteConfig,
+  principal: Principal | undefined,
+  refusal: ApiError | undefined,
+): void {
+  // No route matched: the 404 handler answers, whoever asked.
+  if (request.is404) return;
+  if (refusal) throw refusal;
+  const scopes = config.scopes ?? [];
+  // A route that declares no scopes is granted to no token: deny by default.
+  if (!scopes.some((scope) => principal!.scopes.has(scope))) throw forbidden.scope(scopes);
+  request.principal = principal;
+}
+
+async function limit(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  limiter: RateLimiter,
+  key: string,
+  bucket: RateLimitBucket,
+  metrics: Pick<Metrics, 'rateLimited'>,
+): Promise<void> {
+  setRateLimitHeaders(reply, await limiter.take(key), metrics, bucket);
+}
+
+/** The bucket's headers on the reply (as rateLimitHeaders names them), then 429 when it was empty. */
+function setRateLimitHeaders(
+  reply: FastifyReply,
+  state: RateLimitState,
+  metrics: Pick<Metrics, 'rateLimited'>,
+  bucket: RateLimitBucket,
+): void {
+  // One header at a time: no object of headers built and walked on every request.
+  reply.header('x-ratelimit-limit', String(state.limit));
+  reply.header('x-ratelimit-remaining', String(state.remaining));
+  reply.header('x-ratelimit-reset', String(state.reset));
+  if (!state.allowed) {
+    reply.header('retry-after', String(state.retryAfter));
+    metrics.rateLimited(bucket);
+    throw tooManyRequests();
+  }
 }
 
 function anonymousKey(request: FastifyRequest): string {
@@ -125,10 +237,17 @@ function anonymousKey(request: FastifyRequest): string {
 async function authenticate(request: FastifyRequest, pipeline: RequestPipeline): Promise<Principal> {
   const header = request.headers.authorization;
   if (header === undefined || header === '') throw unauthorized('Missing authentication');
+  const token = bearerToken(header);
+  if (token === undefined) throw badRequest.authorizationHeader();
+  return pipeline.accessTokens.verify(request.tenant, token);
+}
+
+/** The token of an `Authorization: Bearer …` header; undefined when the header is absent or malformed. */
+function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
   // String operations rather than a regular expression: this runs on every request over a long token.
   const token = header.slice(0, 7).toLowerCase() === 'bearer ' ? header.slice(7).trim() : '';
-  if (token === '' || token.includes(' ')) throw badRequest.authorizationHeader();
-  return pipeline.accessTokens.verify(request.tenant, token);
+  return token === '' || token.includes(' ') ? undefined : token;
 }
 
 /**

@@ -1,3 +1,5 @@
+import { BoundedCache } from '../bounded-cache.ts';
+
 /** What replaces a secret in a log line, as the logger's own redaction writes it. */
 export const CENSOR = '[redacted]';
 
@@ -25,7 +27,21 @@ const SECRET_NAMES = new Set([
 /** …and by ending: `token`, `access_token`, `sessionToken`, `client_secret`, `password`, `x-api-key`, `cname_api_key`. */
 const SECRET_ENDINGS = /(?:token|secret|password|api[-_]?key|session|session_id|token_hint|authorization)$/;
 
+/**
+ * Verdicts already reached, by name as written: every logged request asks again about the same few
+ * header and parameter names. Bounded, since the names are the client's to choose.
+ */
+const verdicts = new BoundedCache<boolean>({ entries: 1000, bytes: 256 * 1024 });
+
 function isSecretName(raw: string): boolean {
+  const known = verdicts.get(raw);
+  if (known !== undefined) return known;
+  const secret = judgeName(raw);
+  verdicts.set(raw, secret);
+  return secret;
+}
+
+function judgeName(raw: string): boolean {
   let name = raw;
   if (name.includes('%') || name.includes('+')) {
     try {
@@ -66,10 +82,15 @@ export function redactUrl(url: string): string {
   return `${redacted.slice(0, start + 1)}${pairs.join('')}`;
 }
 
-/** Request headers fit for a log: those named like credentials (`authorization`, `proxy-authorization`, `x-api-key`, `x-session-token`…) replaced, a Referer redacted as a URL. */
+/**
+ * Request headers fit for a log: those named like credentials (`authorization`, `proxy-authorization`,
+ * `x-api-key`, `x-session-token`…) and cookies replaced, a Referer redacted as a URL. The access log
+ * writes what this returns as is: nothing it keeps may be a credential.
+ */
 export function redactHeaders(headers: Record<string, unknown>): Record<string, unknown> {
-  const redacted: Record<string, unknown> = { ...headers };
-  for (const name of Object.keys(redacted)) if (isSecretName(name)) redacted[name] = CENSOR;
+  const redacted: Record<string, unknown> = {};
+  for (const name of Object.keys(headers))
+    redacted[name] = name === 'cookie' || isSecretName(name) ? CENSOR : headers[name];
   if (typeof redacted.referer === 'string') redacted.referer = redactUrl(redacted.referer);
   return redacted;
 }

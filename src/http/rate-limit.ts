@@ -1,6 +1,10 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { lazyModule } from '../lazy-module.ts';
 import type { Logger } from '../logger.ts';
 import { RedisOutage, type RedisFailurePolicy } from './redis-outage.ts';
+
+/** Loaded by the first Redis limiter: without REDIS_URL there is none. */
+const ioredis = lazyModule<typeof import('ioredis')>('ioredis');
 
 export type { RedisFailurePolicy } from './redis-outage.ts';
 
@@ -26,10 +30,20 @@ export interface RateLimiter {
   /** Spends one token of the key's bucket, if it has one. */
   take(key: string): Promise<RateLimitState>;
   /**
+   * take(), answered at once: only limiters whose buckets live in this process have it (the request
+   * pipeline then spends no promise on the hot path); those that ask Redis do not.
+   */
+  takeNow?(key: string): RateLimitState;
+  /**
    * Returns the token a take spent (never beyond the bucket's size): limits that count only failures take
    * before the attempt, so that attempts made at once cannot all pass, and give back on success.
    */
   giveBack(key: string): Promise<void>;
+  /**
+   * Every bucket full again (after the database was restored from a snapshot). Buckets shared through
+   * Redis belong to every node and are left alone; only this node's own are refilled.
+   */
+  reset(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -128,27 +142,32 @@ export function memoryRateLimiter(
     }
   }
 
-  return {
-    async take(key) {
-      const t = now();
-      let bucket = buckets.get(key);
-      if (bucket) {
-        buckets.delete(key);
-        bucket.tokens = refilled(bucket, t);
-        // Never move `at` backwards: a clock step back must not credit the same interval twice.
-        bucket.at = Math.max(bucket.at, t);
-      } else {
-        if (buckets.size >= maxBuckets) makeRoom(t);
-        bucket = { tokens: size, at: t };
-      }
-      buckets.set(key, bucket);
+  function takeNow(key: string): RateLimitState {
+    const t = now();
+    let bucket = buckets.get(key);
+    if (bucket) {
+      buckets.delete(key);
+      bucket.tokens = refilled(bucket, t);
+      // Never move `at` backwards: a clock step back must not credit the same interval twice.
+      bucket.at = Math.max(bucket.at, t);
+    } else {
+      if (buckets.size >= maxBuckets) makeRoom(t);
+      bucket = { tokens: size, at: t };
+    }
+    buckets.set(key, bucket);
 
-      let allowed = false;
-      if (bucket.tokens >= 1 - EPSILON) {
-        bucket.tokens = Math.max(0, bucket.tokens - 1);
-        allowed = true;
-      }
-      return stateOf(allowed, bucket.tokens, t, settings);
+    let allowed = false;
+    if (bucket.tokens >= 1 - EPSILON) {
+      bucket.tokens = Math.max(0, bucket.tokens - 1);
+      allowed = true;
+    }
+    return stateOf(allowed, bucket.tokens, t, settings);
+  }
+
+  return {
+    takeNow,
+    async take(key) {
+      return takeNow(key);
     },
     async giveBack(key) {
       const t = now();
@@ -156,6 +175,9 @@ export function memoryRateLimiter(
       if (!bucket) return;
       bucket.tokens = Math.min(size, refilled(bucket, t) + 1);
       bucket.at = Math.max(bucket.at, t);
+    },
+    async reset() {
+      buckets.clear();
     },
     async close() {
       buckets.clear();
@@ -257,7 +279,7 @@ export function redisRateLimiters(
   };
 
   const connect = (): ScriptedRedis => {
-    const client = new Redis(redisUrl, {
+    const client = new (ioredis().Redis)(redisUrl, {
       lazyConnect: false,
       maxRetriesPerRequest: 1,
       enableOfflineQueue: true,
@@ -313,6 +335,9 @@ export function redisRateLimiters(
           failed(err);
           await local?.giveBack(key);
         }
+      },
+      async reset() {
+        await local?.reset();
       },
       async close() {
         if (closed) return;

@@ -24,6 +24,7 @@ export {
   renderPath,
   renderValidationErrors,
   tooManyPropertiesMessage,
+  validationFailure,
   validationMessage,
   type ValidationPart,
 } from './validation/messages.ts';

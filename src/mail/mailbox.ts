@@ -49,3 +49,65 @@ export function readMailboxEntry(dir: string, id: string): { entry: MailboxEntry
   if (!fs.existsSync(file)) return undefined;
   return { entry: JSON.parse(fs.readFileSync(file, 'utf8')) as MailboxEntry, emlFile: path.join(dir, `${id}.eml`) };
 }
+
+/** One header of a mailbox message, its value unfolded and its encoded words (RFC 2047) decoded. */
+export interface MailboxHeader {
+  name: string;
+  value: string;
+}
+
+/** `=?charset?B|Q?text?=`: the encoded words nodemailer writes for non-ASCII header text. */
+const ENCODED_WORD = /=\?([^?\s]+)\?([BbQq])\?([^?\s]*)\?=/g;
+
+function decodeWord(charset: string, encoding: string, text: string): string {
+  const bytes =
+    encoding.toUpperCase() === 'B'
+      ? Buffer.from(text, 'base64')
+      : Buffer.from(
+          text
+            .replace(/_/g, ' ')
+            .replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+          'latin1',
+        );
+  try {
+    return new TextDecoder(charset.toLowerCase()).decode(bytes);
+  } catch {
+    return bytes.toString('latin1');
+  }
+}
+
+/** A header value with its encoded words decoded; the whitespace between two adjacent encoded words is dropped. */
+export function decodeHeaderValue(value: string): string {
+  return value
+    .replace(/(\?=)\s+(?==\?)/g, '$1')
+    .replace(ENCODED_WORD, (_, charset: string, encoding: string, text: string) => decodeWord(charset, encoding, text));
+}
+
+/** The headers of a message (what precedes its first empty line), in order, unfolded and decoded. */
+export function parseHeaders(raw: string): MailboxHeader[] {
+  const end = raw.search(/\r?\n\r?\n/);
+  const lines = (end === -1 ? raw : raw.slice(0, end)).split(/\r?\n/);
+  const headers: MailboxHeader[] = [];
+  for (const line of lines) {
+    const last = headers[headers.length - 1];
+    if (/^[ \t]/.test(line) && last) last.value += line.replace(/^[ \t]+/, ' ');
+    else {
+      const colon = line.indexOf(':');
+      if (colon > 0) headers.push({ name: line.slice(0, colon).trim(), value: line.slice(colon + 1).trim() });
+    }
+  }
+  return headers.map(({ name, value }) => ({ name, value: decodeHeaderValue(value) }));
+}
+
+/**
+ * A message of the development mailbox, whole: its summary, its headers as written in its .eml and its
+ * HTML body; undefined when there is none (ids are checked, so no path escapes the directory).
+ */
+export function readMailboxMessage(
+  dir: string,
+  id: string,
+): { entry: MailboxEntry; headers: MailboxHeader[] } | undefined {
+  const found = readMailboxEntry(dir, id);
+  if (!found || !fs.existsSync(found.emlFile)) return undefined;
+  return { entry: found.entry, headers: parseHeaders(fs.readFileSync(found.emlFile, 'utf8')) };
+}

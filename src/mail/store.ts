@@ -40,6 +40,45 @@ export class OutboxStore {
     await trx.insertInto('email_outbox').values(record).execute();
   }
 
+  /**
+   * A page of the tenant's emails, newest first, before the (created_at, id) key `before` when given:
+   * a range scan on email_outbox_tenant_created.
+   */
+  page(
+    tenantId: string,
+    filter: { status?: EmailStatus; before?: { createdAt: string; id: string } },
+    limit: number,
+  ): Promise<Array<Omit<EmailRecord, 'body' | 'claimed_until'>>> {
+    let q = this.database.db
+      .selectFrom('email_outbox')
+      .select([
+        'id',
+        'tenant_id',
+        'template',
+        'recipient',
+        'sender',
+        'subject',
+        'status',
+        'attempt_count',
+        'next_attempt_at',
+        'last_error',
+        'created_at',
+        'updated_at',
+        'sent_at',
+      ])
+      .where('tenant_id', '=', tenantId);
+    if (filter.status !== undefined) q = q.where('status', '=', filter.status);
+    const before = filter.before;
+    if (before !== undefined)
+      q = q.where((eb) =>
+        eb.or([
+          eb('created_at', '<', before.createdAt),
+          eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)]),
+        ]),
+      );
+    return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  }
+
   async status(tenantId: string, id: string): Promise<EmailStatus | undefined> {
     const row = await this.database.db
       .selectFrom('email_outbox')
@@ -48,6 +87,22 @@ export class OutboxStore {
       .where('id', '=', id)
       .executeTakeFirst();
     return row?.status;
+  }
+
+  /**
+   * Pending emails and those among them due at `at`, for the metrics' backlog gauge: a range scan on
+   * email_outbox_due (status, next_attempt_at).
+   */
+  async backlog(at: string): Promise<{ pending: number; due: number }> {
+    const row = await this.database.db
+      .selectFrom('email_outbox')
+      .select((eb) => [
+        eb.fn.countAll<number>().as('pending'),
+        eb.fn.sum<number>(eb.case().when('next_attempt_at', '<=', at).then(1).else(0).end()).as('due'),
+      ])
+      .where('status', '=', 'pending')
+      .executeTakeFirstOrThrow();
+    return { pending: Number(row.pending), due: Number(row.due ?? 0) };
   }
 
   /** Up to `limit` due emails, each leased for `leaseMs` (see db/claim-due.ts). */

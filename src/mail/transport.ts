@@ -1,4 +1,7 @@
-import nodemailer from 'nodemailer';
+import type nodemailer from 'nodemailer';
+import { lazyModule } from '../lazy-module.ts';
+
+const mailer = lazyModule<typeof nodemailer>('nodemailer');
 import { writeMailboxEntry } from './mailbox.ts';
 
 /** One email as the worker hands it to a transport. */
@@ -49,7 +52,7 @@ function describeSmtpUrl(smtpUrl: string): string {
 
 export function smtpTransport(smtpUrl: string, settings: { timeoutMs: number; concurrency: number }): MailTransport {
   // Pooled: consecutive emails reuse a connection instead of a TCP and TLS handshake each.
-  const transport = nodemailer.createTransport({
+  const transport = mailer().createTransport({
     url: smtpUrl,
     pool: true,
     maxConnections: settings.concurrency,
@@ -78,11 +81,13 @@ export function smtpTransport(smtpUrl: string, settings: { timeoutMs: number; co
 }
 
 export function mailboxTransport(dir: string): MailTransport {
-  const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  // Built by the first email: a server that sends none never loads nodemailer.
+  let composer: ReturnType<typeof nodemailer.createTransport> | undefined;
   return {
     description: `the development mailbox ${dir} (tenantry mailbox list)`,
     async send(email) {
       try {
+        composer ??= mailer().createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
         const info = await composer.sendMail(messageOf(email));
         const raw = info.message as Buffer;
         writeMailboxEntry(
@@ -102,6 +107,6 @@ export function mailboxTransport(dir: string): MailTransport {
         return { kind: 'retryable', error: truncate(String((cause as Error).message ?? cause)) };
       }
     },
-    close: () => composer.close(),
+    close: () => composer?.close(),
   };
 }

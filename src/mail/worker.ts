@@ -1,6 +1,7 @@
 import { PollingLoop } from '../background/polling-loop.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import { noMetrics, type Metrics } from '../observability/metrics.ts';
 import type { ClaimedEmail, MailOutbox } from './outbox.ts';
 import type { MailOutcome, MailTransport } from './transport.ts';
 
@@ -20,6 +21,7 @@ export class MailWorker {
     private readonly transport: MailTransport,
     private readonly settings: MailSettings,
     logger: Logger,
+    private readonly metrics: Pick<Metrics, 'email'> = noMetrics,
   ) {
     this.loop = new PollingLoop({
       // A full batch: more may be due, so the next round follows at once.
@@ -34,6 +36,15 @@ export class MailWorker {
   }
 
   start(): void {
+    this.loop.start(0);
+  }
+
+  /** For a restore of the database: no claim is held until resume(); the transport stays open. */
+  async pause(): Promise<void> {
+    await this.loop.stop();
+  }
+
+  resume(): void {
     this.loop.start(0);
   }
 
@@ -59,6 +70,7 @@ export class MailWorker {
       html === undefined
         ? { kind: 'rejected', error: 'The stored email cannot be read (was ENCRYPTION_KEY changed?).' }
         : await this.transport.send({ id, from, to, subject, html });
-    await this.outbox.recordAttempt(email, outcome, this.settings.mailRetryScheduleMs);
+    const status = await this.outbox.recordAttempt(email, outcome, this.settings.mailRetryScheduleMs);
+    this.metrics.email(status === 'pending' ? 'retry' : status);
   }
 }

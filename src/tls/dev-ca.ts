@@ -2,8 +2,12 @@ import { X509Certificate, createPrivateKey, generateKeyPairSync, randomBytes } f
 import fs from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
-import forge from 'node-forge';
+import type Forge from 'node-forge';
+import { lazyModule } from '../lazy-module.ts';
 import { certificateAuthorityFiles } from './dev-ca-files.ts';
+
+/** Loaded by the first certificate made: only development TLS needs it. */
+const forge = lazyModule<typeof Forge>('node-forge');
 
 export interface PemPair {
   cert: string;
@@ -31,8 +35,8 @@ const SERVER_KEY_FILE = 'server-key.pem';
 
 interface ForgeKeyPair {
   keyPem: string;
-  privateKey: forge.pki.rsa.PrivateKey;
-  publicKey: forge.pki.rsa.PublicKey;
+  privateKey: Forge.pki.rsa.PrivateKey;
+  publicKey: Forge.pki.rsa.PublicKey;
 }
 
 // forge's pure-JS prime search takes seconds per key; OpenSSL takes milliseconds.
@@ -66,7 +70,7 @@ export function createCertificateAuthority(opts: { commonName?: string; days?: n
   const days = positiveDays(opts.days, DEFAULT_CA_DAYS, 'days');
   const keys = generateRsaKeyPair();
 
-  const cert = forge.pki.createCertificate();
+  const cert = forge().pki.createCertificate();
   cert.publicKey = keys.publicKey;
   cert.serialNumber = randomSerialNumber();
   const now = Date.now();
@@ -84,9 +88,9 @@ export function createCertificateAuthority(opts: { commonName?: string; days?: n
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
     { name: 'subjectKeyIdentifier' },
   ]);
-  cert.sign(keys.privateKey, forge.md.sha256.create());
+  cert.sign(keys.privateKey, forge().md.sha256.create());
 
-  return { cert: forge.pki.certificateToPem(cert), key: keys.keyPem };
+  return { cert: forge().pki.certificateToPem(cert), key: keys.keyPem };
 }
 
 function normaliseHostname(raw: string): { kind: 'dns' | 'ip'; value: string } {
@@ -99,17 +103,17 @@ function normaliseHostname(raw: string): { kind: 'dns' | 'ip'; value: string } {
   return { kind: 'dns', value: name.toLowerCase().replace(/\.$/, '') };
 }
 
-function subjectKeyIdentifierBytes(cert: forge.pki.Certificate): string {
+function subjectKeyIdentifierBytes(cert: Forge.pki.Certificate): string {
   const ext = cert.getExtension('subjectKeyIdentifier') as { subjectKeyIdentifier?: string } | null;
-  if (ext?.subjectKeyIdentifier) return forge.util.hexToBytes(ext.subjectKeyIdentifier);
+  if (ext?.subjectKeyIdentifier) return forge().util.hexToBytes(ext.subjectKeyIdentifier);
   // A CA without the extension: derive the identifier the same way forge would have (RFC 5280 method 1).
   return cert.generateSubjectKeyIdentifier().getBytes();
 }
 
 /** A forge key pair from an RSA private key in PKCS#8 PEM (as OpenSSL generates it). */
 function rsaKeyPairFromPem(keyPem: string): ForgeKeyPair {
-  const privateKey = forge.pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey;
-  return { keyPem, privateKey, publicKey: forge.pki.setRsaPublicKey(privateKey.n, privateKey.e) };
+  const privateKey = forge().pki.privateKeyFromPem(keyPem) as Forge.pki.rsa.PrivateKey;
+  return { keyPem, privateKey, publicKey: forge().pki.setRsaPublicKey(privateKey.n, privateKey.e) };
 }
 
 /**
@@ -125,11 +129,11 @@ export function issueServerCertificate(
   const names = hostnames.map(normaliseHostname);
   const days = positiveDays(opts.days, DEFAULT_LEAF_DAYS, 'days');
 
-  const caCert = forge.pki.certificateFromPem(ca.cert);
-  const caKey = forge.pki.privateKeyFromPem(ca.key) as forge.pki.rsa.PrivateKey;
+  const caCert = forge().pki.certificateFromPem(ca.cert);
+  const caKey = forge().pki.privateKeyFromPem(ca.key) as Forge.pki.rsa.PrivateKey;
   const keys = opts.privateKeyPem === undefined ? generateRsaKeyPair() : rsaKeyPairFromPem(opts.privateKeyPem);
 
-  const cert = forge.pki.createCertificate();
+  const cert = forge().pki.createCertificate();
   cert.publicKey = keys.publicKey;
   cert.serialNumber = randomSerialNumber();
   const now = Date.now();
@@ -151,9 +155,9 @@ export function issueServerCertificate(
     { name: 'subjectKeyIdentifier' },
     { name: 'authorityKeyIdentifier', keyIdentifier: subjectKeyIdentifierBytes(caCert) },
   ]);
-  cert.sign(caKey, forge.md.sha256.create());
+  cert.sign(caKey, forge().md.sha256.create());
 
-  return { cert: forge.pki.certificateToPem(cert), key: keys.keyPem };
+  return { cert: forge().pki.certificateToPem(cert), key: keys.keyPem };
 }
 
 function readIfExists(file: string): string | undefined {

@@ -1,4 +1,5 @@
 import tls, { type SecureContext } from 'node:tls';
+import { BoundedCache } from '../bounded-cache.ts';
 
 /** What a hostname is served with. */
 export interface ServedCertificate {
@@ -21,7 +22,12 @@ interface Entry {
   until: number;
 }
 
-const MAX_ENTRIES = 10_000;
+/**
+ * Names held: 10,000, and 64 MiB, a secure context (certificate chain and key, parsed) charged 16 KiB;
+ * a name with nothing stored (the default certificate) costs its key.
+ */
+const ENTRY_BOUNDS = { entries: 10_000, bytes: 64 * 1024 * 1024 };
+const CONTEXT_BYTES = 16 * 1024;
 const HOSTNAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 /**
@@ -32,7 +38,7 @@ const HOSTNAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a
  * (they get the default certificate), so unknown names cost one lookup per refresh.
  */
 export class SniContexts {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new BoundedCache<Entry>(ENTRY_BOUNDS);
   private readonly loading = new Map<string, Promise<Entry>>();
   /** Bumped by forget(): a lookup that started before it must not store what it found. */
   private generation = 0;
@@ -58,6 +64,12 @@ export class SniContexts {
   forget(hostname: string): void {
     this.generation += 1;
     this.entries.delete(hostname.toLowerCase());
+  }
+
+  /** Every next handshake looks its name up again (after the database was restored from a snapshot). */
+  forgetAll(): void {
+    this.generation += 1;
+    this.entries.clear();
   }
 
   private load(name: string): Promise<Entry> {
@@ -104,7 +116,6 @@ export class SniContexts {
   }
 
   private store(name: string, entry: Entry): void {
-    if (this.entries.size >= MAX_ENTRIES && !this.entries.has(name)) this.entries.clear();
-    this.entries.set(name, entry);
+    this.entries.set(name, entry, entry.context === undefined ? 0 : CONTEXT_BYTES);
   }
 }

@@ -217,8 +217,17 @@ for (const kind of databaseKinds()) {
         const answers: number[] = [];
         for (let round = 0; round < 3; round++) {
           // Several at once, so that the pool's idle connections are all lent out, some before it heard they ended.
-          const warm = await Promise.all(Array.from({ length: 8 }, () => lookUp()));
-          assert.ok(warm.every((r) => r.statusCode === 200));
+          // From the second round on, the pool may still hold a connection the last round ended that it has
+          // not heard of yet: a warm-up request meeting it answers 503, like the burst's, and is sent again.
+          let warm = await Promise.all(Array.from({ length: 8 }, () => lookUp()));
+          for (let i = 0; i < 10 && warm.some((r) => r.statusCode === 503); i++) {
+            warm = await Promise.all(Array.from({ length: 8 }, () => lookUp()));
+          }
+          assert.deepEqual(
+            warm.map((r) => r.statusCode),
+            Array(8).fill(200),
+            warm.map((r) => r.body).join('\n'),
+          );
           assert.ok((await terminateServerConnections())! >= 1);
           const burst = await Promise.all(
             Array.from({ length: 8 }, (_, i) =>
@@ -234,7 +243,11 @@ for (const kind of databaseKinds()) {
           answers.every((status) => status === 201 || status === 200 || status === 503),
           answers.join(','),
         );
-        assert.equal((await lookUp()).statusCode, 200, 'the pool replaced its connections');
+        // A connection ended while idle is dropped once the pool hears of it; on a loaded machine one request
+        // may still meet it (503, as above). The pool then serves again within a few requests.
+        let after = await lookUp();
+        for (let i = 0; i < 10 && after.statusCode === 503; i++) after = await lookUp();
+        assert.equal(after.statusCode, 200, 'the pool replaced its connections');
       });
 
       it('a statement running when its connection is ended answers 503 with Retry-After, and is not applied', async () => {

@@ -21,6 +21,11 @@ export interface ServerProcess {
   stop(): Promise<void>;
   /** What the process wrote to stderr, when started with `stderr: 'collect'` (else it goes to this process's stderr). */
   stderr(): string;
+  /**
+   * With `logs: 'warnings'`: the warn and error lines of its JSON log (started at LOG_LEVEL=warn unless the
+   * env says otherwise), each as `level msg: err.message`.
+   */
+  warnings(): string[];
 }
 
 export async function freePort(): Promise<number> {
@@ -39,12 +44,12 @@ export async function freePort(): Promise<number> {
 export async function startServerProcess(
   database: TestDatabase,
   env: Record<string, string> = {},
-  options: { stderr?: 'inherit' | 'collect'; readyWithinMs?: number } = {},
+  options: { stderr?: 'inherit' | 'collect'; logs?: 'warnings'; readyWithinMs?: number; args?: string[] } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const child: ChildProcessByStdio<null, Readable, Readable | null> = spawn(
     process.execPath,
-    ['bin/tenantry.mjs', 'serve'],
+    ['bin/tenantry.mjs', 'serve', ...(options.args ?? [])],
     {
       env: {
         ...process.env,
@@ -55,7 +60,7 @@ export async function startServerProcess(
         BOOTSTRAP_CLIENT_ID: PROCESS_CLIENT_ID,
         BOOTSTRAP_CLIENT_SECRET: PROCESS_CLIENT_SECRET,
         ENCRYPTION_KEY: PROCESS_ENCRYPTION_KEY,
-        LOG_LEVEL: 'silent',
+        LOG_LEVEL: options.logs === 'warnings' ? 'warn' : 'silent',
         ...env,
       },
       stdio: ['ignore', 'pipe', options.stderr === 'collect' ? 'pipe' : 'inherit'],
@@ -85,6 +90,25 @@ export async function startServerProcess(
       reject(new Error(`server exited (${code}) before it was ready`));
     });
   });
+  const warnings: string[] = [];
+  if (options.logs === 'warnings') {
+    let partial = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) {
+        if (!line.startsWith('{')) continue;
+        try {
+          const entry = JSON.parse(line) as { level?: number; msg?: string; err?: { message?: string } };
+          if ((entry.level ?? 0) < 40) continue;
+          const level = entry.level! >= 50 ? 'error' : 'warn';
+          warnings.push(`${level} ${entry.msg ?? ''}${entry.err?.message ? `: ${entry.err.message}` : ''}`);
+        } catch {
+          // Not a log line.
+        }
+      }
+    });
+  }
   child.stdout.resume();
   return {
     pid: child.pid!,
@@ -99,6 +123,7 @@ export async function startServerProcess(
       await exited;
     },
     stderr: () => stderr,
+    warnings: () => warnings,
   };
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp, type AppOptions } from '../../src/app.ts';
 import type { ServiceOptions } from '../../src/services.ts';
+import { listenMetrics } from '../../src/observability/metrics-server.ts';
 import { bootstrap, provisionTenant } from '../../src/bootstrap.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { ALL_SCOPES } from '../../src/modules/oauth/scopes.ts';
@@ -26,6 +27,8 @@ export interface TestServer {
   /** A second tenant on its own domain, with an all-scopes client and its token. */
   addTenant(id: string, domain: string): Promise<{ tenant: Tenant; token: string }>;
   tokenFor(domain: string, clientId: string, clientSecret: string, audience?: string): Promise<string>;
+  /** Where /metrics listens when METRICS_PORT was given (0: a free port), as serve.ts starts it. */
+  metricsPort: number | undefined;
   close(): Promise<void>;
 }
 
@@ -49,6 +52,7 @@ export async function startTestServer(
   const services = await createServices(config, { logStream });
   const app = await buildApp(services, options);
   const { tenant } = await bootstrap(services);
+  const metricsServer = await listenMetrics(services);
 
   const tokenFor = async (
     host: string,
@@ -75,6 +79,7 @@ export async function startTestServer(
     domain,
     adminToken,
     tokenFor,
+    metricsPort: metricsServer?.port,
     request({ token, headers, ...options }) {
       const auth = token === null ? {} : { authorization: `Bearer ${token ?? adminToken}` };
       return app.inject({ ...options, headers: { host: domain, ...auth, ...headers } });
@@ -94,6 +99,7 @@ export async function startTestServer(
     },
     async close() {
       await app.close();
+      await metricsServer?.close();
       await services.close();
       await database.drop();
     },

@@ -15,8 +15,12 @@ const PUBLIC_ROUTES = [
   /^\/\.well-known\/oauth-authorization-server$/,
   /^\/u\/email-verification$/,
   /^\/health$/,
+  /^\/health\/ready$/,
   /^\/docs(\/.*)?$/,
+  /^\/console(\/(console\.js|console\.css|favicon\.svg))?$/,
   /^\/api\/v2\/openapi\.json$/,
+  // Development only (TENANTRY_DEV_ENDPOINTS): they check the operator token themselves.
+  /^\/_tenantry\/(reset|snapshot|restore)$/,
 ];
 
 /** A concrete path for a route's URL: every parameter and wildcard filled. */
@@ -52,7 +56,12 @@ for (const kind of databaseKinds()) {
   describe(`deny by default, on the matched route (${kind})`, () => {
     let server: TestServer;
     before(async () => {
-      server = await startTestServer(kind, { ANONYMOUS_RATE_LIMIT_SIZE: '100000' });
+      // The development endpoints on, so the route table's check covers them too.
+      server = await startTestServer(kind, {
+        ANONYMOUS_RATE_LIMIT_SIZE: '100000',
+        TENANTRY_DEV_ENDPOINTS: 'true',
+        TENANTRY_OPERATOR_TOKEN: 'operator-token-of-at-least-32-characters',
+      });
     });
     after(() => server.close());
 

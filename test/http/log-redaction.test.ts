@@ -176,7 +176,7 @@ describe('first start', () => {
       await exited;
       const jsonLines = output.split('\n').filter((line) => line.startsWith('{'));
       assert.ok(
-        jsonLines.some((line) => line.includes('"incoming request"')),
+        jsonLines.some((line) => line.includes('"request completed"')),
         'requests were logged',
       );
       for (const line of jsonLines)

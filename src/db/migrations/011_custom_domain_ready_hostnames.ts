@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { isPostgres } from './dialect.ts';
 
 /**
  * A hostname is reserved only by a ready custom domain: several tenants may hold it pending, and the
@@ -20,16 +21,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE UNIQUE INDEX custom_domains_ready_domain ON custom_domains (domain) WHERE status = 'ready'`.execute(
     db,
   );
-}
-
-/** Asked with a query only PostgreSQL knows: its failure on SQLite, outside any transaction there, costs nothing. */
-async function isPostgres(db: Kysely<unknown>): Promise<boolean> {
-  try {
-    await sql`SELECT current_setting('server_version')`.execute(db);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -11,6 +11,11 @@ import * as emails from './009_emails.ts';
 import * as ticketUserIndex from './010_ticket_user_index.ts';
 import * as customDomainReadyHostnames from './011_custom_domain_ready_hostnames.ts';
 import * as eventStreamCircuit from './012_event_stream_circuit.ts';
+import * as deliveriesFailedIndex from './013_deliveries_failed_index.ts';
+import * as usersImports from './014_users_imports.ts';
+import * as deliveryAttemptsByStream from './015_delivery_attempts_by_stream.ts';
+import * as emailOutboxByTenant from './016_email_outbox_by_tenant.ts';
+import * as deliveryAttemptsStreamOrder from './017_delivery_attempts_stream_order.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +31,9 @@ export const migrations: Record<string, Migration> = {
   '010_ticket_user_index': ticketUserIndex,
   '011_custom_domain_ready_hostnames': customDomainReadyHostnames,
   '012_event_stream_circuit': eventStreamCircuit,
+  '013_deliveries_failed_index': deliveriesFailedIndex,
+  '014_users_imports': usersImports,
+  '015_delivery_attempts_by_stream': deliveryAttemptsByStream,
+  '016_email_outbox_by_tenant': emailOutboxByTenant,
+  '017_delivery_attempts_stream_order': deliveryAttemptsStreamOrder,
 };

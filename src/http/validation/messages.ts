@@ -74,6 +74,41 @@ interface Rendered {
   message: string;
   path: string;
   description: string | undefined;
+  keyword: string;
+}
+
+/** z-schema's error codes, by Ajv keyword: what the original names a failure in a users-import job's errors. */
+const CODES: Record<string, string> = {
+  type: 'INVALID_TYPE',
+  minLength: 'MIN_LENGTH',
+  maxLength: 'MAX_LENGTH',
+  pattern: 'PATTERN',
+  format: 'INVALID_FORMAT',
+  required: 'OBJECT_MISSING_REQUIRED_PROPERTY',
+  additionalProperties: 'OBJECT_ADDITIONAL_PROPERTIES',
+  unevaluatedProperties: 'OBJECT_ADDITIONAL_PROPERTIES',
+  enum: 'ENUM_MISMATCH',
+  const: 'ENUM_MISMATCH',
+  minItems: 'ARRAY_LENGTH_SHORT',
+  maxItems: 'ARRAY_LENGTH_LONG',
+  uniqueItems: 'ARRAY_UNIQUE',
+  minProperties: 'OBJECT_PROPERTIES_MINIMUM',
+  maxProperties: 'OBJECT_PROPERTIES_MAXIMUM',
+  oneOf: 'ONE_OF_MISSING',
+  anyOf: 'ANY_OF_MISSING',
+  not: 'NOT_PASSED',
+  minimum: 'MINIMUM',
+  maximum: 'MAXIMUM',
+};
+
+/**
+ * The failure that ended validation as a record's error in the original's z-schema terms: its code,
+ * its reason (the sentence's quoted part) and the path of the member.
+ */
+export function validationFailure(errors: readonly ErrorObject[]): { code: string; message: string; path: string } {
+  const chosen = chooseError(errors);
+  if (chosen === undefined) return { code: 'INVALID_DATA', message: 'Invalid data', path: '' };
+  return { code: CODES[chosen.keyword] ?? 'INVALID_DATA', message: chosen.message, path: chosen.path };
 }
 
 function chooseError(errors: readonly ErrorObject[]): Rendered | undefined {
@@ -129,7 +164,7 @@ function lastIndexWithPrefix(errors: readonly ErrorObject[], before: number, pre
 function render(error: ErrorObject): Rendered {
   const parentSchema = error.parentSchema as Json | undefined;
   const description = typeof parentSchema?.description === 'string' ? parentSchema.description : undefined;
-  return { message: messageFor(error), path: renderPath(error.instancePath), description };
+  return { message: messageFor(error), path: renderPath(error.instancePath), description, keyword: error.keyword };
 }
 
 /** JSON pointer `/rules/0/match/country` → `rules[0].match.country`. */

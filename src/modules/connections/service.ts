@@ -33,6 +33,11 @@ export class ConnectionService {
     return this.store.byName(tenantId, name);
   }
 
+  /** The tenant's connection with this id; another tenant's is as absent as one that never existed. */
+  async byId(tenantId: string, id: string): Promise<Connection | undefined> {
+    return this.store.byId(tenantId, id);
+  }
+
   /** Returns the named connection, creating it with the strategy given when it does not exist yet. */
   async ensure(tenantId: string, name: string, strategy: string): Promise<Connection> {
     const existing = await this.byName(tenantId, name);

@@ -4,6 +4,7 @@ import type { Logger } from '../../logger.ts';
 import type { SecretBox } from '../../secret-box.ts';
 import type { CertificateSource } from '../../tls/certificate-source.ts';
 import { SniContexts, type ServedCertificate, type SniCallback } from '../../tls/sni.ts';
+import type { CustomDomainCertificate } from './schema.ts';
 import type { CertificateValues, CustomDomainStore, ReadyDomain, StoredCertificate } from './store.ts';
 
 /** An uploaded certificate refused, with the reason in words the operator can act on. */
@@ -90,7 +91,7 @@ export function checkUploadedCertificate(domain: string, chainPem: string, keyPe
   return inspect(`${blocks.join('\n')}\n`, key.export({ type: 'pkcs8', format: 'pem' }) as string);
 }
 
-const expired = (certificate: Certificate, at: number) => Date.parse(certificate.not_after) <= at;
+const expired = (certificate: Pick<Certificate, 'not_after'>, at: number) => Date.parse(certificate.not_after) <= at;
 
 /** Renewal starts once two thirds of the lifetime have passed: 30 days before expiry for 90-day certificates. */
 function renewalDue(certificate: Certificate, at: number): boolean {
@@ -159,6 +160,37 @@ export class CustomDomainCertificateService {
     });
     this.contexts.forget(domain);
     return stored;
+  }
+
+  /**
+   * What a handshake for the tenant's custom domain is served with, as the SNI lookup (served()) would
+   * choose it, without issuing anything: the certificate's names, issuer, validity and fingerprint, or
+   * none and why. The stored key is not even read.
+   */
+  async describe(tenantId: string, id: string): Promise<CustomDomainCertificate> {
+    const domain = await this.store.get(tenantId, id);
+    if (domain.status !== 'ready') return { status: 'none', reason: 'not_ready' };
+    const svcManaged = domain.type === 'svc_managed_certs';
+    if (svcManaged && this.source === undefined) return { status: 'none', reason: 'no_certificate_source' };
+    const stored = await this.store.certificateOf(domain.id);
+    if (stored === undefined) return { status: 'none', reason: svcManaged ? 'not_issued' : 'not_uploaded' };
+    // An expired issued certificate is replaced on the next handshake, which waits for the new one.
+    if (svcManaged && expired(stored, Date.now())) return { status: 'none', reason: 'not_issued' };
+    const leaf = new X509Certificate(stored.certificate);
+    return {
+      status: stored.source === UPLOADED ? 'upload' : (stored.source as CustomDomainCertificate['status']),
+      subject: leaf.subject.split('\n').join(', '),
+      subject_alt_names: (leaf.subjectAltName ?? '').split(', ').filter(Boolean),
+      issuer: leaf.issuer.split('\n').join(', '),
+      not_before: stored.not_before,
+      not_after: stored.not_after,
+      fingerprint_sha256: stored.fingerprint,
+    };
+  }
+
+  /** Certificates are read again from the database (after it was restored from a snapshot). */
+  forgetAll(): void {
+    this.contexts.forgetAll();
   }
 
   /** Waits for issuances under way, so none writes to a closed database. */

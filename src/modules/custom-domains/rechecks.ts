@@ -1,5 +1,6 @@
 import { PollingLoop } from '../../background/polling-loop.ts';
 import type { Logger } from '../../logger.ts';
+import { noMetrics, type Metrics } from '../../observability/metrics.ts';
 import type { CustomDomainService } from './service.ts';
 import type { CustomDomainStore } from './store.ts';
 
@@ -26,6 +27,7 @@ export class VerificationRechecks {
     private readonly domains: Pick<CustomDomainService, 'recheck'>,
     recheckInitialMs: number,
     logger: Logger,
+    private readonly metrics: Pick<Metrics, 'domainRecheck'> = noMetrics,
   ) {
     // A due check waits at most one poll: never longer than the first delay, so short schedules hold.
     this.pollMs = Math.min(recheckInitialMs, MAX_POLL_MS);
@@ -44,6 +46,15 @@ export class VerificationRechecks {
     this.loop.start(this.pollMs);
   }
 
+  /** For a restore of the database: no check is in flight until resume(). */
+  pause(): Promise<void> {
+    return this.stop();
+  }
+
+  resume(): void {
+    this.start();
+  }
+
   /** Stops claiming and waits for the checks in flight (each bounded by the resolver's timeout). */
   async stop(): Promise<void> {
     await this.loop.stop();
@@ -53,6 +64,16 @@ export class VerificationRechecks {
     const free = CONCURRENCY - this.loop.inFlight;
     if (free <= 0 || this.loop.stopped) return;
     const claimed = await this.store.claimDueChecks(LEASE_MS, free);
-    for (const claim of claimed) this.loop.track(this.domains.recheck(claim, claim.lease));
+    for (const claim of claimed) {
+      const checked = this.domains.recheck(claim, claim.lease).then(
+        (status) => this.metrics.domainRecheck(status),
+        (error: unknown) => {
+          this.metrics.domainRecheck('error');
+          // Still the loop's to log (onError).
+          throw error;
+        },
+      );
+      this.loop.track(checked);
+    }
   }
 }

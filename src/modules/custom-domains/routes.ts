@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
 import {
   CreateCustomDomainBody,
+  CustomDomainCertificate,
   CustomDomainId,
   ListCustomDomainsQuery,
   SetDefaultBody,
@@ -13,9 +14,10 @@ const tags = ['custom-domains'];
 
 export async function customDomainRoutes(
   app: FastifyInstance,
-  services: Pick<Services, 'customDomains'>,
+  services: Pick<Services, 'customDomains' | 'customDomainCertificates'>,
 ): Promise<void> {
   const domains = services.customDomains;
+  const certificates = services.customDomainCertificates;
 
   app.post<{ Body: CreateCustomDomainBody }>(
     BASE,
@@ -116,5 +118,22 @@ export async function customDomainRoutes(
       },
     },
     async (request) => domains.verify(request.tenant.id, request.params.id),
+  );
+
+  // A Tenantry extension: what the console's domain cards show.
+  app.get<{ Params: CustomDomainId }>(
+    `${BASE}/:id/certificate`,
+    {
+      config: { scopes: ['read:custom_domains'] },
+      schema: {
+        tags,
+        operationId: 'getCustomDomainCertificate',
+        summary:
+          'The certificate served for the custom domain over TLS (names, issuer, validity, fingerprint; never its key), or none and why',
+        params: CustomDomainId,
+        response: { 200: CustomDomainCertificate },
+      },
+    },
+    async (request) => certificates.describe(request.tenant.id, request.params.id),
   );
 }

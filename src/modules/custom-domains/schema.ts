@@ -97,3 +97,35 @@ export const ListCustomDomainsQuery = Type.Object({
   from: Type.Optional(Type.String({ maxLength: 1000, description: 'Cursor from which to start selection' })),
 });
 export type ListCustomDomainsQuery = Static<typeof ListCustomDomainsQuery>;
+
+/** What GET /api/v2/custom-domains/{id}/certificate shows (a Tenantry extension): never a key. */
+export const CustomDomainCertificate = Type.Object(
+  {
+    status: Type.Union([Type.Literal('none'), Type.Literal('dev-ca'), Type.Literal('upload')], {
+      description:
+        "Where the certificate served for the domain comes from: the development CA (CUSTOM_DOMAIN_CERT_SOURCE=dev-ca), the operator's upload, or none (the server's default certificate is served)",
+    }),
+    reason: Type.Optional(
+      Type.Union(
+        [
+          Type.Literal('not_ready'),
+          Type.Literal('no_certificate_source'),
+          Type.Literal('not_issued'),
+          Type.Literal('not_uploaded'),
+        ],
+        {
+          description:
+            'Why none: the domain is not ready; the server has no certificate source for svc-managed domains; none is issued yet (the first handshake issues it); no certificate was uploaded for the self-managed domain',
+        },
+      ),
+    ),
+    subject: Type.Optional(Type.String({ description: "The leaf certificate's subject" })),
+    subject_alt_names: Type.Optional(Type.Array(Type.String(), { description: 'As OpenSSL names them: DNS:<name>' })),
+    issuer: Type.Optional(Type.String()),
+    not_before: Type.Optional(Type.String({ format: 'date-time' })),
+    not_after: Type.Optional(Type.String({ format: 'date-time' })),
+    fingerprint_sha256: Type.Optional(Type.String({ description: "SHA-256 of the leaf's DER, colon-separated hex" })),
+  },
+  { additionalProperties: false },
+);
+export type CustomDomainCertificate = Static<typeof CustomDomainCertificate>;

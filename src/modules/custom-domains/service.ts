@@ -232,9 +232,22 @@ export class CustomDomainService {
     return record;
   }
 
+  /**
+   * Makes a pending domain ready as if its DNS record had been found: for seed files, whose domains
+   * (`acme.localhost`) have no DNS to check. The same transaction and rules as verify otherwise.
+   */
+  async verifyWithoutDns(tenantId: string, id: string): Promise<CustomDomain> {
+    const { record, becameReady } = await this.verification.verify(tenantId, id, { ok: true });
+    this.changed(becameReady);
+    return record;
+  }
+
   /** One background re-check of a domain this node claimed (see rechecks.ts). */
-  async recheck(claim: ClaimedCheck, leaseUntil: string): Promise<void> {
-    if (await this.verification.recheck(claim, leaseUntil)) this.changed(claim.domain);
+  /** Re-checks a claimed domain; returns its status after the check. */
+  async recheck(claim: ClaimedCheck, leaseUntil: string): Promise<CustomDomainStatus> {
+    const { status, becameReady } = await this.verification.recheck(claim, leaseUntil);
+    if (becameReady) this.changed(claim.domain);
+    return status;
   }
 
   async getDefault(tenant: Tenant): Promise<DefaultDomainRecord> {

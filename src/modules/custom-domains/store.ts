@@ -353,6 +353,15 @@ export class CustomDomainStore {
     return { id, domain, type, certificate: stored };
   }
 
+  /** The certificate stored for a custom domain, without its key: what describing it shows. */
+  async certificateOf(customDomainId: string): Promise<Omit<StoredCertificate, 'private_key'> | undefined> {
+    return this.database.db
+      .selectFrom('custom_domain_certificates')
+      .select(['source', 'certificate', 'fingerprint', 'not_before', 'not_after'])
+      .where('custom_domain_id', '=', customDomainId)
+      .executeTakeFirst();
+  }
+
   /** Stores a domain's certificate, replacing any earlier one. */
   async putCertificate(trx: Tx, customDomainId: string, values: CertificateValues): Promise<void> {
     await trx

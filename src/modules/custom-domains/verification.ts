@@ -160,10 +160,10 @@ export class DomainVerification {
    * Checks DNS now; on success the domain is ready. A self-managed domain receives its cname-api-key
    * from the first verify that finds it ready (also when a background check made it so), and only then.
    */
-  async verify(tenantId: string, id: string): Promise<Verified> {
+  async verify(tenantId: string, id: string, given?: Check): Promise<Verified> {
     const before = await this.store.get(tenantId, id);
     if (before.status === 'ready' && !awaitsApiKey(before)) throw customDomainError.alreadyVerified();
-    const check: Check = before.status === 'ready' ? { ok: true } : await this.dns.check(before);
+    const check: Check = before.status === 'ready' ? { ok: true } : (given ?? (await this.dns.check(before)));
     const at = new Date();
     const outcome = await this.takenOnRace(
       id,
@@ -210,7 +210,8 @@ export class DomainVerification {
    * outcome is recorded only while the domain is still pending and the claim still this node's: a
    * verify call meanwhile settles it first.
    */
-  async recheck(claim: ClaimedCheck, leaseUntil: string): Promise<boolean> {
+  /** The domain's status after the check, and whether this check made it ready. */
+  async recheck(claim: ClaimedCheck, leaseUntil: string): Promise<{ status: Verdict['status']; becameReady: boolean }> {
     const check = await this.dns.check(claim);
     const { verdict: found, nextCheckAt } = recheckVerdict(claim, check, new Date(), this.schedule);
     const recorded = await this.takenOnRace(
@@ -225,7 +226,10 @@ export class DomainVerification {
         return { status: taken ? TAKEN.status : found.status, updated };
       }),
     );
-    return recorded?.status === 'ready' && recorded.updated;
+    return {
+      status: recorded?.status ?? TAKEN.status,
+      becameReady: recorded?.status === 'ready' && recorded.updated,
+    };
   }
 
   /**

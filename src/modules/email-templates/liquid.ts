@@ -43,13 +43,19 @@ function refusal(error: unknown, toApiError: (failure: RenderFailure) => ApiErro
 }
 
 /**
- * Refuses templates that do not parse, or that fail when rendered with a sample context (over the time
- * or memory bounds, say), with a 400 naming the member and Liquid's reason; `from` must render to one
- * email address.
+ * Each part given, rendered with `variables`; refuses templates that do not parse or fail to render
+ * (over the time or memory bounds, say) with a 400 naming the member and Liquid's reason; `from` must
+ * render to one email address.
  */
-export async function checkTemplates(renderer: TemplateRenderer, sources: TemplateSources): Promise<void> {
+export async function renderOrRefuse<S extends TemplateSources>(
+  renderer: TemplateRenderer,
+  sources: S,
+  variables: TemplateVariables,
+): Promise<{ [K in keyof S]: string }> {
+  const parts = partsOf(sources);
   try {
-    await renderer.render(partsOf(sources), SAMPLE);
+    const outputs = await renderer.render(parts, variables);
+    return Object.fromEntries(parts.map(({ part }, i) => [part, outputs[i]])) as { [K in keyof S]: string };
   } catch (error) {
     refusal(error, (failure) =>
       failure.kind === 'not_an_address'
@@ -57,6 +63,11 @@ export async function checkTemplates(renderer: TemplateRenderer, sources: Templa
         : emailTemplateErrors.invalidLiquid(failure.part, failure.reason),
     );
   }
+}
+
+/** Refuses templates that do not render with a sample context (see renderOrRefuse), before they are saved. */
+export async function checkTemplates(renderer: TemplateRenderer, sources: TemplateSources): Promise<void> {
+  await renderOrRefuse(renderer, sources, SAMPLE);
 }
 
 /** What rendering a saved template gave: each part, or the reason it was stopped over the time or memory limit. */

@@ -37,6 +37,11 @@ export interface RendererSettings {
   threads: number;
   /** Wall-clock limit of one render job (all its parts); over it the thread is terminated. */
   timeoutMs: number;
+  /**
+   * A thread left without a render this long is ended (each holds a V8 heap of its own, some 15–20 MB
+   * of resident memory); the next render starts one again. A server that sends no email holds none.
+   */
+  idleMs: number;
 }
 
 /**
@@ -61,6 +66,8 @@ interface Thread {
   worker: Worker;
   ready: boolean;
   running: { pending: Pending; outputs: string[]; timer: NodeJS.Timeout } | undefined;
+  /** Ends the thread once it has been idle for `idleMs`; set while it waits for work. */
+  idleTimer: NodeJS.Timeout | undefined;
 }
 
 // The worker file beside this one, with this module's own extension: .ts when sources run through
@@ -81,8 +88,9 @@ function startWorker(workerData: WorkerSettings): Worker {
 }
 
 /**
- * Renders email templates off the event loop, on a small pool of threads started on first use (or by
- * start()) and kept. liquidjs checks its time limit only between nodes, so one filter looping over a huge range
+ * Renders email templates off the event loop, on a small pool of threads started on first use and
+ * ended after idleMs without a render (a thread started with the server, and kept, cost an idle server
+ * some 20 MB of resident memory even once ended). liquidjs checks its time limit only between nodes, so one filter looping over a huge range
  * would otherwise hold the event loop (and every other request) for as long as it runs. A job that
  * exceeds the wall-clock limit has its thread terminated mid-render, and a new thread takes its place.
  */
@@ -100,9 +108,9 @@ export class TemplateRenderer {
 
   constructor(private readonly settings: RendererSettings) {}
 
-  /** Starts the threads now rather than on the first render, which would wait for them. */
-  start(): void {
-    while (!this.closed && this.threads.size < this.settings.threads) this.spawn();
+  /** Threads started and not ended (ready or starting). */
+  get threadCount(): number {
+    return this.threads.size;
   }
 
   /** Each part's output, in order; rejects with a RenderFailure for the first part that fails, or a 429 when too many wait. */
@@ -125,6 +133,7 @@ export class TemplateRenderer {
     this.threads.clear();
     for (const thread of threads) {
       clearTimeout(thread.running?.timer);
+      clearTimeout(thread.idleTimer);
       thread.running?.pending.reject(closing);
     }
     await Promise.all(threads.map((thread) => thread.worker.terminate()));
@@ -138,7 +147,10 @@ export class TemplateRenderer {
         next.reject(busy());
         next = this.queue.shift();
       }
-      if (!next) return;
+      if (!next) {
+        this.idle(thread);
+        continue;
+      }
       this.run(thread, next);
     }
     while (this.queue.length > 0 && this.threads.size < this.settings.threads) this.spawn();
@@ -149,6 +161,7 @@ export class TemplateRenderer {
       worker: startWorker({ timeoutMs: this.settings.timeoutMs }),
       ready: false,
       running: undefined,
+      idleTimer: undefined,
     };
     this.threads.add(thread);
     // An idle thread does not keep the process alive; a render in flight does, through its timer.
@@ -159,6 +172,8 @@ export class TemplateRenderer {
   }
 
   private run(thread: Thread, pending: Pending): void {
+    clearTimeout(thread.idleTimer);
+    thread.idleTimer = undefined;
     const timer = setTimeout(
       () => this.stop(thread, `rendering took longer than the limit of ${this.settings.timeoutMs} ms`),
       this.settings.timeoutMs,
@@ -195,10 +210,24 @@ export class TemplateRenderer {
     this.dispatch();
   }
 
+  /** Arms the idle timer of a thread waiting for work (once: a timer already armed keeps its time). */
+  private idle(thread: Thread): void {
+    if (thread.idleTimer !== undefined) return;
+    thread.idleTimer = setTimeout(() => {
+      thread.idleTimer = undefined;
+      if (thread.running || !this.threads.has(thread)) return;
+      this.threads.delete(thread);
+      void thread.worker.terminate();
+    }, this.settings.idleMs);
+    // An idle thread's timer does not keep the process alive.
+    thread.idleTimer.unref();
+  }
+
   /** Ends the job running on the thread, and the thread with it; a fresh thread takes its place at once. */
   private stop(thread: Thread, reason: string): void {
     const running = thread.running;
     this.threads.delete(thread);
+    clearTimeout(thread.idleTimer);
     void thread.worker.terminate();
     thread.running = undefined;
     if (running) {

@@ -1,8 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
+import { CustomDomainHeaders } from '../email-verification/domain-context.ts';
 import {
   CreateEmailTemplateBody,
+  EmailTemplatePreview,
   EmailTemplateResponse,
+  PreviewEmailTemplateBody,
   TemplateNameParams,
   UpdateEmailTemplateBody,
 } from './schema.ts';
@@ -12,7 +15,7 @@ const tags = ['email-templates'];
 
 export async function emailTemplateRoutes(
   app: FastifyInstance,
-  services: Pick<Services, 'emailTemplates'>,
+  services: Pick<Services, 'emailTemplates' | 'verificationEmails'>,
 ): Promise<void> {
   const templates = services.emailTemplates;
 
@@ -60,5 +63,29 @@ export async function emailTemplateRoutes(
       },
     },
     async (request) => templates.update(request.tenant.id, request.params.templateName, request.body),
+  );
+
+  // A Tenantry extension: the template as it would be sent, for a sample user and a placeholder link.
+  // It only reads (the template, the domains); unsaved members in the body are rendered, never stored.
+  app.post<{ Params: TemplateNameParams; Body: PreviewEmailTemplateBody; Headers: CustomDomainHeaders }>(
+    `${BASE}/:templateName/preview`,
+    {
+      config: { scopes: ['read:email_templates'] },
+      schema: {
+        tags,
+        operationId: 'previewEmailTemplate',
+        params: TemplateNameParams,
+        headers: CustomDomainHeaders,
+        body: PreviewEmailTemplateBody,
+        response: { 200: EmailTemplatePreview },
+        summary:
+          'Render a template as it would be sent (stored or default, or the unsaved members given) for a sample user, on the selected custom domain; the link is a placeholder, not a ticket',
+      },
+    },
+    async (request) => {
+      const { verificationEmails } = services;
+      const context = await verificationEmails.domainContext(request.tenant, request.headers);
+      return verificationEmails.preview(request.tenant, request.params.templateName, request.body, context);
+    },
   );
 }

@@ -95,3 +95,33 @@ export const EmailTemplateResponse = Type.Object({
   enabled: Type.Boolean(),
 });
 export type EmailTemplate = Static<typeof EmailTemplateResponse>;
+
+/** Unsaved members to preview instead of the stored ones (a Tenantry extension). */
+export const PreviewEmailTemplateBody = Type.Object(
+  {
+    body: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100_000, description: 'Liquid source of the HTML body to preview' }),
+    ),
+    subject: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 512, description: 'Liquid source of the subject to preview' }),
+    ),
+    from: Type.Optional(Type.String({ minLength: 3, maxLength: 320, description: 'From address to preview' })),
+  },
+  { additionalProperties: false },
+);
+export type PreviewEmailTemplateBody = Static<typeof PreviewEmailTemplateBody>;
+
+/** A template rendered as it would be sent, for a sample user and a placeholder link that is no ticket. */
+export const EmailTemplatePreview = Type.Object(
+  {
+    template: TemplateNameSchema,
+    domain: Type.String({ description: 'The domain whose context it was rendered for (the link is on it)' }),
+    from: Type.String(),
+    to: Type.String({ description: "The sample user's address" }),
+    subject: Type.String(),
+    body: Type.String({ description: 'The HTML body' }),
+    url: Type.String({ description: 'The placeholder link the template was given: not a ticket, it verifies nothing' }),
+  },
+  { additionalProperties: false },
+);
+export type EmailTemplatePreview = Static<typeof EmailTemplatePreview>;

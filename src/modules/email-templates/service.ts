@@ -25,6 +25,11 @@ export class EmailTemplateService {
     return (await this.store.get(tenantId, name)) ?? DEFAULT_TEMPLATES[name];
   }
 
+  /** The templates the tenant made its own (the built-in defaults left out). */
+  async own(tenantId: string): Promise<EmailTemplate[]> {
+    return this.store.own(tenantId);
+  }
+
   /** 201 when the tenant has no template of its own by that name yet; 409 once it has. */
   async create(tenantId: string, input: CreateEmailTemplateBody): Promise<EmailTemplate> {
     const { template: name, ...changes } = input;

@@ -49,6 +49,17 @@ export class EmailTemplateStore {
     return row && toTemplate(row);
   }
 
+  /** The templates the tenant stored as its own, by name. */
+  async own(tenantId: string): Promise<EmailTemplate[]> {
+    const rows = await this.database.db
+      .selectFrom('email_templates')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .orderBy('template')
+      .execute();
+    return rows.map(toTemplate);
+  }
+
   /** False when the tenant already has its own template by that name. */
   async insert(tenantId: string, template: EmailTemplate, at: string): Promise<boolean> {
     try {

@@ -19,14 +19,20 @@ import { emailTemplateErrors } from '../../http/errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { MailOutbox } from '../../mail/outbox.ts';
 import type { CustomDomainService } from '../custom-domains/service.ts';
-import { renderTemplates } from '../email-templates/liquid.ts';
+import { renderOrRefuse, renderTemplates } from '../email-templates/liquid.ts';
 import type { TemplateRenderer } from '../email-templates/renderer.ts';
-import type { EmailTemplate } from '../email-templates/schema.ts';
+import type {
+  EmailTemplate,
+  EmailTemplatePreview,
+  PreviewEmailTemplateBody,
+  TemplateName,
+} from '../email-templates/schema.ts';
 import type { EmailTemplateService } from '../email-templates/service.ts';
 import type { Tenant } from '../tenants/service.ts';
 import type { CreateUserInput, PrepareUserWrite } from '../users/service.ts';
 import { resolveDomainContext, type CustomDomainHeaders, type DomainContext } from './domain-context.ts';
 import type { Recipient } from './recipient.ts';
+import { VERIFICATION_PATH } from './tickets/ticket.ts';
 import type { TicketService } from './tickets/service.ts';
 
 export type { Recipient } from './recipient.ts';
@@ -42,6 +48,19 @@ export const wantsVerificationEmail = (input: Pick<CreateUserInput, 'verify_emai
   input.verify_email ?? input.email_verified !== true;
 
 /** The sender when the template names none: MAIL_FROM, or no-reply@ the context's domain (without its port). */
+/** The user a preview is rendered for: shaped like a real recipient, with no real data. */
+const PREVIEW_USER: Recipient = {
+  user_id: 'auth0|preview',
+  email: 'jane.doe@example.com',
+  email_verified: false,
+  name: 'Jane Doe',
+  nickname: 'jane.doe',
+  user_metadata: {},
+  app_metadata: {},
+};
+/** In a preview's link instead of a ticket's secret: following it verifies nothing. */
+export const PREVIEW_TICKET = 'preview-not-a-ticket';
+
 export const defaultSender = (mailFrom: string | undefined, domain: string): string =>
   mailFrom ?? `no-reply@${domain.replace(/:\d+$/, '')}`;
 
@@ -88,6 +107,39 @@ export class VerificationEmailService {
       typeof user.email === 'string'
         ? this.prepare(tenant, { ...user, email: user.email }, template, context)
         : undefined;
+  }
+
+  /**
+   * The template rendered as it would be sent for the domain context (stored or default, with `changes`
+   * in place of its members), for a sample user and a placeholder link; refused with a 400 as a save is.
+   */
+  async preview(
+    tenant: Tenant,
+    name: TemplateName,
+    changes: PreviewEmailTemplateBody,
+    context: DomainContext,
+  ): Promise<EmailTemplatePreview> {
+    const template = await this.templates.get(tenant.id, name);
+    const from = changes.from ?? template.from;
+    const url = `https://${context.domain}${VERIFICATION_PATH}?ticket=${PREVIEW_TICKET}`;
+    const rendered = await renderOrRefuse(
+      this.renderer,
+      {
+        body: changes.body ?? template.body,
+        subject: changes.subject ?? template.subject,
+        ...(from === undefined ? {} : { from }),
+      },
+      { user: PREVIEW_USER, url, tenant: tenant.id, custom_domain: context },
+    );
+    return {
+      template: name,
+      domain: context.domain,
+      from: rendered.from ?? defaultSender(this.settings.mailFrom, context.domain),
+      to: PREVIEW_USER.email,
+      subject: rendered.subject,
+      body: rendered.body,
+      url,
+    };
   }
 
   /** Renders one verification email, outside any transaction; the returned write stores its ticket and queues it. */

@@ -1,16 +1,22 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
 import {
+  AttemptsQuery,
   CreateSigningSecretBody,
   CreateStreamBody,
   DeliveriesQuery,
+  DeliveryCount,
+  DeliveryCountQuery,
   ListQuery,
   RedeliverBody,
   SigningSecretCreated,
   SigningSecretList,
   SigningSecretParams,
+  StatsQuery,
   StreamEventId,
+  StreamAttempts,
   StreamId,
+  StreamStats,
   TestBody,
   UpdateStreamBody,
 } from './schema.ts';
@@ -104,6 +110,57 @@ export async function eventStreamRoutes(app: FastifyInstance, deps: Pick<Service
       },
     },
     async (request) => deliveries.list(request.tenant.id, request.params.id, request.query),
+  );
+
+  // Tenantry extensions: what a console's views need, available to every client of the API.
+
+  app.get<{ Params: StreamId; Querystring: DeliveryCountQuery }>(
+    `${BASE}/:id/deliveries/count`,
+    {
+      config: { scopes: ['read:event_streams', 'read:event_deliveries'] },
+      schema: {
+        tags,
+        operationId: 'countEventStreamDeliveries',
+        summary: 'Count failed deliveries matching the filters: what a redelivery of the same window queues',
+        params: StreamId,
+        querystring: DeliveryCountQuery,
+        response: { 200: DeliveryCount },
+      },
+    },
+    async (request) => deliveries.count(request.tenant.id, request.params.id, request.query),
+  );
+
+  app.get<{ Params: StreamId; Querystring: StatsQuery }>(
+    `${BASE}/:id/stats`,
+    {
+      config: { scopes: ['read:event_streams'] },
+      schema: {
+        tags,
+        operationId: 'getEventStreamStats',
+        summary: 'Delivered and failed attempts per minute over a window of at most 24 hours, the backlog and health',
+        params: StreamId,
+        querystring: StatsQuery,
+        response: { 200: StreamStats },
+      },
+    },
+    async (request) => deliveries.stats(request.tenant.id, request.params.id, request.query),
+  );
+
+  app.get<{ Params: StreamId; Querystring: AttemptsQuery }>(
+    `${BASE}/:id/attempts`,
+    {
+      config: { scopes: ['read:event_streams'] },
+      schema: {
+        tags,
+        operationId: 'listEventStreamAttempts',
+        summary:
+          "The stream's delivery attempts as they are recorded: the latest, newest first; with after, only newer ones, oldest first",
+        params: StreamId,
+        querystring: AttemptsQuery,
+        response: { 200: StreamAttempts },
+      },
+    },
+    async (request) => deliveries.attempts(request.tenant.id, request.params.id, request.query),
   );
 
   app.get<{ Params: StreamEventId }>(

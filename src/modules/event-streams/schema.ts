@@ -213,3 +213,133 @@ export const SigningSecretList = Type.Object(
   { additionalProperties: false },
 );
 export type SigningSecretList = Static<typeof SigningSecretList>;
+
+// ---------------------------------------------------------------------------------------------
+// Delivery statistics and counts (Tenantry extensions, for the console and any other client)
+
+/** The longest window the statistics cover: a bounded read of one stream's attempts. */
+export const MAX_STATS_WINDOW_HOURS = 24;
+
+export const StatsQuery = Type.Object(
+  {
+    date_from: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        maxLength: 24,
+        description: 'Start of the window (default: three hours before date_to)',
+      }),
+    ),
+    date_to: Type.Optional(
+      Type.String({ format: 'date-time', maxLength: 24, description: 'End of the window, excluded (default: now)' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type StatsQuery = Static<typeof StatsQuery>;
+
+export const StreamStats = Type.Object(
+  {
+    date_from: Type.String({ format: 'date-time' }),
+    date_to: Type.String({ format: 'date-time' }),
+    interval_seconds: Type.Literal(60),
+    buckets: Type.Array(
+      Type.Object(
+        {
+          time: Type.String({ format: 'date-time', description: 'Start of the minute' }),
+          delivered: Type.Integer({ description: 'Attempts that delivered' }),
+          failed: Type.Integer({ description: 'Attempts that failed' }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'One entry per minute of the window with at least one attempt, oldest first' },
+    ),
+    backlog: Type.Object(
+      {
+        pending: Type.Integer({ description: 'Deliveries waiting for an attempt, counted up to 10000' }),
+        oldest_due_at: Type.Optional(Type.String({ format: 'date-time' })),
+      },
+      { additionalProperties: false },
+    ),
+    health: Type.Object(
+      {
+        consecutive_failures: Type.Integer({ description: 'Failed attempts since the last delivered one' }),
+        circuit_open_until: Type.Optional(
+          Type.String({ format: 'date-time', description: 'Deliveries are paused until then' }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type StreamStats = Static<typeof StreamStats>;
+
+export const DeliveryCountQuery = Type.Object(
+  {
+    statuses: Type.Optional(Type.String({ maxLength: 64, description: 'Comma-separated list of delivery statuses' })),
+    event_types: Type.Optional(Type.String({ maxLength: 2048, description: 'Comma-separated list of event types' })),
+    date_from: Type.Optional(DateTime),
+    date_to: Type.Optional(DateTime),
+  },
+  { additionalProperties: false },
+);
+export type DeliveryCountQuery = Static<typeof DeliveryCountQuery>;
+
+export const DeliveryCount = Type.Object(
+  { count: Type.Integer({ description: 'Failed deliveries matching the filter: what a redelivery of it queues' }) },
+  { additionalProperties: false },
+);
+export type DeliveryCount = Static<typeof DeliveryCount>;
+
+// ---------------------------------------------------------------------------------------------
+// A stream's attempts as they are recorded (a Tenantry extension: the console's live view)
+
+export const ATTEMPTS_CURSOR_DESCRIPTION =
+  'Cursor: only the attempts recorded after it, oldest first (the next of an earlier answer)';
+
+export const AttemptsQuery = Type.Object(
+  {
+    after: Type.Optional(Type.String({ maxLength: 256, description: ATTEMPTS_CURSOR_DESCRIPTION })),
+    take: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100, description: 'Number of attempts per answer. Defaults to 50.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type AttemptsQuery = Static<typeof AttemptsQuery>;
+
+export const StreamAttempt = Type.Object(
+  {
+    event_id: Type.String({ description: 'The event delivered' }),
+    event_type: Type.String(),
+    seq: Type.Integer({ description: "The attempt's number among the delivery's attempts, from 1" }),
+    status: Type.Union([Type.Literal('delivered'), Type.Literal('failed'), Type.Literal('retrying')], {
+      description: 'retrying: a redelivery was queued (no request was sent)',
+    }),
+    timestamp: Type.String({
+      format: 'date-time',
+      description: 'When the attempt ended (or the redelivery was queued)',
+    }),
+    error_message: Type.Optional(Type.String()),
+    duration: Type.Optional(Type.Number({ description: 'Milliseconds' })),
+  },
+  { additionalProperties: false },
+);
+export type StreamAttempt = Static<typeof StreamAttempt>;
+
+export const StreamAttempts = Type.Object(
+  {
+    attempts: Type.Array(StreamAttempt, {
+      description:
+        'Without after: the latest attempts, newest first. With after: those recorded after it, oldest first',
+    }),
+    next: Type.Optional(
+      Type.String({
+        description:
+          'Cursor at the newest attempt given so far: pass it as after to get only newer ones (absent while the stream has none)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type StreamAttempts = Static<typeof StreamAttempts>;

@@ -1,4 +1,4 @@
-import type { Database, Tx } from '../../db/database.ts';
+import { now, type Database, type Tx } from '../../db/database.ts';
 import type { SecretBox } from '../../secret-box.ts';
 import { Deliveries } from './deliveries.ts';
 import type { EndpointGuard } from './delivery/endpoint-guard.ts';
@@ -9,6 +9,7 @@ import { DeliveryStore } from './store/deliveries.ts';
 import { StreamStore } from './store/streams.ts';
 import { Streams } from './streams.ts';
 import { TestEvents } from './test-events.ts';
+import type { Logger } from '../../logger.ts';
 
 export type { EventInput };
 
@@ -17,6 +18,8 @@ export interface EventStreamOptions {
   guard: EndpointGuard | undefined;
   /** Called inside every transaction that queued deliveries, so the workers can be woken once it commits. */
   queued: QueuedListener;
+  /** Where a failed refresh of the planner's statistics after a large redelivery is told (the server's logger). */
+  logger?: Pick<Logger, 'error'>;
 }
 
 /**
@@ -34,12 +37,14 @@ export class EventStreamService {
   /** Standard Webhooks signing secrets (a Tenantry extension). */
   readonly signingSecrets: SigningSecrets;
   private readonly outbox: EventOutbox;
+  private readonly deliveryStore: DeliveryStore;
 
   constructor(database: Database, secretBox: SecretBox, tenants: TenantLookup, options: EventStreamOptions) {
     const streamStore = new StreamStore(database);
     const deliveryStore = new DeliveryStore(database);
+    this.deliveryStore = deliveryStore;
     this.streams = new Streams(database, streamStore, new Destinations(secretBox, options.guard));
-    this.deliveries = new Deliveries(database, streamStore, deliveryStore, options.queued);
+    this.deliveries = new Deliveries(database, streamStore, deliveryStore, options.queued, options.logger);
     this.testEvents = new TestEvents(database, streamStore, deliveryStore, tenants, options.queued);
     this.signingSecrets = new SigningSecrets(database, streamStore, secretBox);
     this.outbox = new EventOutbox(streamStore, deliveryStore, tenants, options.queued);
@@ -51,5 +56,10 @@ export class EventStreamService {
    */
   record(trx: Tx, events: readonly EventInput[]): Promise<void> {
     return this.outbox.record(trx, events);
+  }
+
+  /** Deliveries due now across every stream, and when the oldest fell due: the outbox's backlog. */
+  dueBacklog(): Promise<{ due: number; oldestDueAt: string | undefined }> {
+    return this.deliveryStore.dueBacklog(now());
   }
 }

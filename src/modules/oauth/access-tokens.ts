@@ -1,7 +1,8 @@
 import { sign as signAsync, verify as verifySignature } from 'node:crypto';
 import { promisify } from 'node:util';
+import { BoundedCache, stringBytes } from '../../bounded-cache.ts';
 import { tokenRefused } from '../../http/errors.ts';
-import type { SigningKeyService } from '../signing-keys/service.ts';
+import type { SigningKeyService, VerificationKeys } from '../signing-keys/service.ts';
 import type { Tenant, TenantService } from '../tenants/service.ts';
 import { checkClaims, issuerOf, type AccessTokenClaims } from './claims.ts';
 
@@ -34,7 +35,11 @@ interface CachedToken {
   audienceDomain: string;
 }
 
-const CACHE_ENTRIES = 10_000;
+/**
+ * Verified tokens held at most: 10,000, and 16 MiB of them (a token carrying every scope runs to 8 KB;
+ * its scopes are charged again as the principal's).
+ */
+const CACHE_BOUNDS = { entries: 10_000, bytes: 16 * 1024 * 1024 };
 
 /**
  * Issues and verifies the Management API's RS256 access tokens. Verification results are cached
@@ -50,11 +55,11 @@ const CACHE_ENTRIES = 10_000;
  * only a signature spelled canonically is ever verified, so no other spelling of it can share its entry.
  */
 export class AccessTokenService {
-  private readonly verified = new Map<string, CachedToken>();
+  private readonly verified = new BoundedCache<CachedToken>(CACHE_BOUNDS);
 
   constructor(
-    private readonly keys: Pick<SigningKeyService, 'current' | 'verificationKeys'>,
-    private readonly tenants: Pick<TenantService, 'domains'>,
+    private readonly keys: Pick<SigningKeyService, 'current' | 'verificationKeys' | 'verificationKeysCached'>,
+    private readonly tenants: Pick<TenantService, 'domains' | 'domainsCached'>,
     private readonly lifetimeSeconds: number,
   ) {}
 
@@ -83,20 +88,48 @@ export class AccessTokenService {
     return { accessToken: `${signingInput}.${signature.toString('base64url')}`, expiresIn: this.lifetimeSeconds };
   }
 
+  /** Drops every verified token (after the database was restored: its clients and keys may be gone). */
+  forget(): void {
+    this.verified.clear();
+  }
+
+  /**
+   * The principal of a token verified before, when every check of a cache hit passes on what the key
+   * and domain caches hold now; undefined when verify() has to be asked (not cached, no longer valid,
+   * or the caches need reading). The request pipeline takes it to stay synchronous on the hot path.
+   */
+  verifyCached(tenant: Tenant, token: string): Principal | undefined {
+    const keys = this.keys.verificationKeysCached(tenant.id);
+    const domains = keys && this.tenants.domainsCached(tenant);
+    if (!domains) return undefined;
+    const cached = this.verified.get(token.slice(token.lastIndexOf('.') + 1));
+    return cached && this.stillValid(cached, tenant, token, keys!, domains) ? cached.principal : undefined;
+  }
+
+  private stillValid(
+    cached: CachedToken,
+    tenant: Tenant,
+    token: string,
+    keys: VerificationKeys,
+    domains: ReadonlySet<string>,
+  ): boolean {
+    return (
+      cached.token === token &&
+      cached.principal.tenantId === tenant.id &&
+      cached.expiresAtMs > Date.now() &&
+      keys.byKid.has(cached.kid) &&
+      domains.has(cached.issuerDomain) &&
+      domains.has(cached.audienceDomain)
+    );
+  }
+
   async verify(tenant: Tenant, token: string): Promise<Principal> {
     const keys = await this.keys.verificationKeys(tenant.id);
     const domains = await this.tenants.domains(tenant);
     const signature = token.slice(token.lastIndexOf('.') + 1);
     const cached = this.verified.get(signature);
     if (cached && cached.token === token) {
-      if (
-        cached.principal.tenantId === tenant.id &&
-        cached.expiresAtMs > Date.now() &&
-        keys.byKid.has(cached.kid) &&
-        domains.has(cached.issuerDomain) &&
-        domains.has(cached.audienceDomain)
-      )
-        return cached.principal;
+      if (this.stillValid(cached, tenant, token, keys, domains)) return cached.principal;
       this.verified.delete(signature);
     }
 
@@ -119,12 +152,13 @@ export class AccessTokenService {
     const claims = parseSegment(encodedPayload) as Partial<AccessTokenClaims>;
     const checked = checkClaims(claims, Math.floor(Date.now() / 1000), domains);
     const principal: Principal = { tenantId: tenant.id, clientId: checked.clientId, scopes: checked.scopes };
-    if (this.verified.size >= CACHE_ENTRIES) {
-      const oldest = this.verified.keys().next().value;
-      if (oldest !== undefined) this.verified.delete(oldest);
-    }
     const { expiresAtMs, issuerDomain, audienceDomain } = checked;
-    this.verified.set(signature, { token, principal, expiresAtMs, kid, issuerDomain, audienceDomain });
+    this.verified.set(
+      signature,
+      { token, principal, expiresAtMs, kid, issuerDomain, audienceDomain },
+      // The token, and its scopes again as the principal's: never longer than the token.
+      2 * stringBytes(token),
+    );
     return principal;
   }
 }

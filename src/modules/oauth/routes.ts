@@ -3,6 +3,7 @@ import type { Services } from '../../services.ts';
 import { domainOfAudience } from './access-tokens.ts';
 import { ClientAuthenticationLimit } from './client-authentication-limit.ts';
 import { discoveryDocument } from './discovery.ts';
+import type { TokenOutcome } from '../../observability/metrics.ts';
 
 /** OAuth errors keep OAuth's own shape, not the Management API's. */
 function oauthError(
@@ -43,9 +44,21 @@ const field = (body: Record<string, unknown>, name: string): string | undefined 
 
 export async function oauthRoutes(
   app: FastifyInstance,
-  services: Pick<Services, 'signingKeys' | 'clients' | 'tenants' | 'accessTokens' | 'tokenFailureLimiters'>,
+  services: Pick<Services, 'signingKeys' | 'clients' | 'tenants' | 'accessTokens' | 'tokenFailureLimiters' | 'metrics'>,
 ): Promise<void> {
   const failures = new ClientAuthenticationLimit(services.tokenFailureLimiters);
+  const { metrics } = services;
+  /** The refusal, counted by its reason: the client id, tenant and address never become labels. */
+  const refuse = (
+    outcome: Exclude<TokenOutcome, 'granted'>,
+    reply: FastifyReply,
+    status: number,
+    error: string,
+    description: string,
+  ) => {
+    metrics.tokenRequest(outcome);
+    return oauthError(reply, status, error, description);
+  };
 
   app.get('/.well-known/jwks.json', { config: { public: true }, schema: { hide: true } }, async (request) =>
     services.signingKeys.jwks(request.tenant.id),
@@ -64,24 +77,35 @@ export async function oauthRoutes(
     async (request: FastifyRequest, reply) => {
       const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
       const grantType = field(body, 'grant_type');
-      if (!grantType) return oauthError(reply, 400, 'invalid_request', 'Missing required parameter: grant_type');
+      if (!grantType)
+        return refuse('invalid_request', reply, 400, 'invalid_request', 'Missing required parameter: grant_type');
       if (grantType !== 'client_credentials') {
-        return oauthError(reply, 400, 'unsupported_grant_type', `Unsupported grant type: ${grantType}`);
+        return refuse(
+          'unsupported_grant_type',
+          reply,
+          400,
+          'unsupported_grant_type',
+          `Unsupported grant type: ${grantType}`,
+        );
       }
       const basic = basicCredentials(request.headers.authorization);
       const clientId = basic?.id ?? field(body, 'client_id');
       const clientSecret = basic?.secret ?? field(body, 'client_secret');
-      if (!clientId) return oauthError(reply, 400, 'invalid_request', 'Missing required parameter: client_id');
+      if (!clientId)
+        return refuse('invalid_request', reply, 400, 'invalid_request', 'Missing required parameter: client_id');
 
       // No client has such an id: refused before it could name a bucket or fill a log line.
-      if (clientId.length > MAX_CLIENT_ID_LENGTH) return oauthError(reply, 401, 'access_denied', 'Unauthorized');
+      if (clientId.length > MAX_CLIENT_ID_LENGTH)
+        return refuse('invalid_client', reply, 401, 'access_denied', 'Unauthorized');
 
       const { tenant, domain } = request.tenantHost;
       const wait = await failures.begin(tenant.id, clientId, request.ip);
       if (wait > 0) {
         request.log.warn({ clientId, tenantId: tenant.id }, 'client authentication refused: too many failed attempts');
         reply.header('retry-after', String(wait));
-        return oauthError(
+        metrics.rateLimited('token_failures');
+        return refuse(
+          'too_many_attempts',
           reply,
           429,
           'too_many_attempts',
@@ -89,12 +113,13 @@ export async function oauthRoutes(
         );
       }
       const client = clientSecret ? await services.clients.authenticate(tenant.id, clientId, clientSecret) : undefined;
-      if (!client) return oauthError(reply, 401, 'access_denied', 'Unauthorized');
+      if (!client) return refuse('invalid_client', reply, 401, 'access_denied', 'Unauthorized');
       await failures.succeeded(tenant.id, clientId, request.ip);
 
       const audience = field(body, 'audience');
       if (!audience)
-        return oauthError(
+        return refuse(
+          'no_audience',
           reply,
           403,
           'access_denied',
@@ -103,10 +128,17 @@ export async function oauthRoutes(
       const domains = await services.tenants.domains(tenant);
       const audienceDomain = domainOfAudience(audience);
       if (audienceDomain === undefined || !domains.has(audienceDomain)) {
-        return oauthError(reply, 403, 'access_denied', `Service not enabled within domain: ${audience}`);
+        return refuse(
+          'audience_not_enabled',
+          reply,
+          403,
+          'access_denied',
+          `Service not enabled within domain: ${audience}`,
+        );
       }
       if (client.scopes.length === 0) {
-        return oauthError(
+        return refuse(
+          'client_without_scopes',
           reply,
           403,
           'access_denied',
@@ -124,6 +156,7 @@ export async function oauthRoutes(
         audience,
         scopes,
       });
+      metrics.tokenRequest('granted');
       return reply
         .header('cache-control', 'no-store')
         .send({ access_token: accessToken, scope: scopes.join(' '), expires_in: expiresIn, token_type: 'Bearer' });

@@ -114,9 +114,21 @@ const actionsByResource: ReadonlyArray<readonly [string, readonly string[]]> = [
 
 const actionNames: Record<string, string> = { c: 'create', r: 'read', u: 'update', d: 'delete' };
 
-export const ALL_SCOPES: readonly string[] = actionsByResource.flatMap(([letters, resources]) =>
-  resources.flatMap((resource) => [...letters].map((letter) => `${actionNames[letter]}:${resource}`)),
-);
+/** Scopes of Tenantry's own operations, which the spec has no scope for. */
+const EXTENSION_SCOPES: readonly string[] = [
+  // GET /api/v2/emails/outbox: the emails the server sent or is sending for the tenant (never their bodies).
+  'read:email_outbox',
+  // GET /api/v2/emails/outbox/{id}/message: an email of the development mailbox, headers and body. Its own
+  // scope, apart from read:email_outbox: a body holds a verification link, a credential.
+  'read:email_messages',
+];
+
+export const ALL_SCOPES: readonly string[] = [
+  ...actionsByResource.flatMap(([letters, resources]) =>
+    resources.flatMap((resource) => [...letters].map((letter) => `${actionNames[letter]}:${resource}`)),
+  ),
+  ...EXTENSION_SCOPES,
+];
 
 const known = new Set(ALL_SCOPES);
 export const isScope = (scope: string): boolean => known.has(scope);

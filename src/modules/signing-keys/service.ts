@@ -4,6 +4,7 @@ import { now } from '../../db/database.ts';
 import { newId } from '../../ids.ts';
 import type { SecretBox } from '../../secret-box.ts';
 import type { SigningKeyStatus, SigningKeyStore } from './store.ts';
+import { BoundedCache } from '../../bounded-cache.ts';
 
 const generateRsa = promisify(generateKeyPair);
 
@@ -28,14 +29,18 @@ export interface PublicJwk {
 
 const CACHE_MS = 5_000;
 
+/** Keys held per tenant, for 10,000 tenants and 64 MiB at most; a 2048-bit key object is charged 4 KiB. */
+const KEY_CACHE_BOUNDS = { entries: 10_000, bytes: 64 * 1024 * 1024 };
+const KEY_OBJECT_BYTES = 4096;
+
 /**
  * The tenant's RS256 signing keys. The private key is sealed at rest and never leaves this module;
  * the public half is published as JWKS. Rotation keeps the previous key verifiable until revoked,
  * so tokens already issued stay valid until they expire.
  */
 export class SigningKeyService {
-  private readonly signingCache = new Map<string, { key: SigningKey; until: number }>();
-  private readonly verifyCache = new Map<string, { keys: VerificationKeys; until: number }>();
+  private readonly signingCache = new BoundedCache<{ key: SigningKey; until: number }>(KEY_CACHE_BOUNDS);
+  private readonly verifyCache = new BoundedCache<{ keys: VerificationKeys; until: number }>(KEY_CACHE_BOUNDS);
   /** Bumped by forget(): keys read while a change was under way are not cached, lest a rotated or revoked key outlive it. */
   private generation = 0;
 
@@ -83,8 +88,15 @@ export class SigningKeyService {
     const row = await this.store.current(tenantId);
     if (!row) throw new Error(`tenant ${tenantId} has no signing key`);
     const key = { kid: row.kid, privateKey: createPrivateKey(this.secretBox.open(row.private_key)) };
-    if (generation === this.generation) this.signingCache.set(tenantId, { key, until: Date.now() + CACHE_MS });
+    if (generation === this.generation)
+      this.signingCache.set(tenantId, { key, until: Date.now() + CACHE_MS }, KEY_OBJECT_BYTES);
     return key;
+  }
+
+  /** What verificationKeys() would answer from the cache alone; undefined when it would have to read. */
+  verificationKeysCached(tenantId: string): VerificationKeys | undefined {
+    const cached = this.verifyCache.get(tenantId);
+    return cached && cached.until > Date.now() ? cached.keys : undefined;
   }
 
   async verificationKeys(tenantId: string): Promise<VerificationKeys> {
@@ -96,7 +108,8 @@ export class SigningKeyService {
       jwks.keys.map((jwk) => [jwk.kid, createPublicKey({ key: { kty: jwk.kty, n: jwk.n, e: jwk.e }, format: 'jwk' })]),
     );
     const keys = { byKid };
-    if (generation === this.generation) this.verifyCache.set(tenantId, { keys, until: Date.now() + CACHE_MS });
+    if (generation === this.generation)
+      this.verifyCache.set(tenantId, { keys, until: Date.now() + CACHE_MS }, byKid.size * KEY_OBJECT_BYTES);
     return keys;
   }
 
@@ -105,8 +118,14 @@ export class SigningKeyService {
     return { keys: published.map((jwk) => JSON.parse(jwk) as PublicJwk) };
   }
 
-  private forget(tenantId: string): void {
+  /** Drops the cached keys of one tenant, or of all (after the database was restored from a snapshot). */
+  forget(tenantId?: string): void {
     this.generation++;
+    if (tenantId === undefined) {
+      this.signingCache.clear();
+      this.verifyCache.clear();
+      return;
+    }
     this.signingCache.delete(tenantId);
     this.verifyCache.delete(tenantId);
   }

@@ -2,6 +2,7 @@ import type { Database, Tx } from '../../db/database.ts';
 import { now } from '../../db/database.ts';
 import { TenantStore } from './store.ts';
 import { TENANT_ID_PATTERN, type Tenant, type TenantHost } from './tenant.ts';
+import { BoundedCache, stringBytes } from '../../bounded-cache.ts';
 
 export { TENANT_ID_PATTERN, TenantTaken, type Tenant, type TenantHost } from './tenant.ts';
 
@@ -19,15 +20,19 @@ export interface CustomHosts {
 }
 
 const CACHE_MS = 5_000;
+/** Host headers are the client's to choose, up to the header limit: bounded in bytes as well as entries. */
+const BY_HOST_BOUNDS = { entries: 10_000, bytes: 4 * 1024 * 1024 };
+const DOMAINS_BOUNDS = { entries: 10_000, bytes: 8 * 1024 * 1024 };
+const TENANT_BYTES = 512;
 
 /**
  * Tenants and their canonical domains. Lookups by Host are cached for a few seconds because they run
  * on every request; tenants created by another process (the CLI, another node) appear within that time.
  */
 export class TenantService {
-  private readonly byHost = new Map<string, { found: TenantHost | undefined; until: number }>();
+  private readonly byHost = new BoundedCache<{ found: TenantHost | undefined; until: number }>(BY_HOST_BOUNDS);
   private only: { tenant: Tenant | undefined; until: number } | undefined;
-  private readonly domainsCache = new Map<string, { domains: ReadonlySet<string>; until: number }>();
+  private readonly domainsCache = new BoundedCache<{ domains: ReadonlySet<string>; until: number }>(DOMAINS_BOUNDS);
   /** Bumped by forget(): a lookup that was under way meanwhile may have read the old rows, so it is not cached. */
   private generation = 0;
 
@@ -55,8 +60,11 @@ export class TenantService {
     const domains = new Set([tenant.domain]);
     for (const domain of await this.customHosts.readyDomains(tenant.id)) domains.add(domain);
     if (generation !== this.generation) return domains;
-    if (this.domainsCache.size > 10_000) this.domainsCache.clear();
-    this.domainsCache.set(tenant.id, { domains, until: Date.now() + CACHE_MS });
+    this.domainsCache.set(
+      tenant.id,
+      { domains, until: Date.now() + CACHE_MS },
+      [...domains].reduce((sum, domain) => sum + stringBytes(domain), 0),
+    );
     return domains;
   }
 
@@ -95,6 +103,22 @@ export class TenantService {
    * Host header → tenant: the canonical domain (with or without the port), then custom domains;
    * when the server holds a single tenant, it answers on any host.
    */
+  /**
+   * What resolve() would answer from the cache alone, without waiting: the cached entry (its `found`
+   * undefined when the Host names no tenant), or undefined when the cache does not hold the Host.
+   * The request pipeline takes it to stay synchronous on the hot path.
+   */
+  resolveCached(hostHeader: string | undefined): { readonly found: TenantHost | undefined } | undefined {
+    const cached = this.byHost.get((hostHeader ?? '').toLowerCase());
+    return cached && cached.until > Date.now() ? cached : undefined;
+  }
+
+  /** What domains() would answer from the cache alone; undefined when it would have to read. */
+  domainsCached(tenant: Tenant): ReadonlySet<string> | undefined {
+    const cached = this.domainsCache.get(tenant.id);
+    return cached && cached.until > Date.now() ? cached.domains : undefined;
+  }
+
   async resolve(hostHeader: string | undefined): Promise<TenantHost | undefined> {
     const host = (hostHeader ?? '').toLowerCase();
     const cached = this.byHost.get(host);
@@ -107,8 +131,8 @@ export class TenantService {
       found = only && { tenant: only, domain: only.domain };
     }
     if (generation !== this.generation) return found;
-    if (this.byHost.size > 10_000) this.byHost.clear();
-    this.byHost.set(host, { found, until: at + CACHE_MS });
+    // A tenant row (ids, name, domain) is charged a fixed few hundred bytes.
+    this.byHost.set(host, { found, until: at + CACHE_MS }, found ? TENANT_BYTES : 0);
     return found;
   }
 

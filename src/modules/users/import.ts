@@ -1,13 +1,13 @@
 import fs from 'node:fs';
-import readline from 'node:readline';
 import { Type } from '@sinclair/typebox';
 import type { ValidateFunction } from 'ajv';
 import { validationError, validatorCompiler } from '../../http/validation.ts';
+import { FileFormatError, RecordSplitter, type FileRecord } from '../users-imports/records.ts';
 import type { ImportedUser } from './imported-user.ts';
 import { DuplicateUsers, type UserService } from './service.ts';
 import { IdentitySchema, profileMembers } from './user.ts';
 
-const ImportedUserSchema = Type.Object(
+export const ImportedUserSchema = Type.Object(
   {
     user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
     connection: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
@@ -34,61 +34,43 @@ export interface ImportedRecord {
 }
 
 /**
- * Reads a JSON array (the whole file at once) or NDJSON (streamed line by line, so a file of millions
- * of users never has to fit in memory); the format is told by the first non-space character.
- * Every record is validated as it is read: the first invalid one throws, naming its line.
+ * Reads a JSON array or NDJSON (one user a line), told apart by the first character that is not white
+ * space, streamed either way (RecordSplitter), so a file of millions of users never has to fit in memory.
+ * Every record is validated as it is read: the first invalid one throws, naming its line (NDJSON) or its
+ * position in the array.
  */
 export async function* readImportFile(file: string): AsyncGenerator<ImportedRecord> {
-  const isArray = firstCharacter(file) === '[';
-  if (isArray) {
-    let records: unknown;
-    try {
-      records = JSON.parse(fs.readFileSync(file, 'utf8').replace(/^\uFEFF/, ''));
-    } catch (error) {
-      throw new ImportError(`${file}: not valid JSON: ${(error as Error).message}`);
-    }
-    const list = records as unknown[];
-    for (let i = 0; i < list.length; i++)
-      yield { position: i + 1, user: validRecord(list[i], `${file} record ${i + 1}`), fraction: (i + 1) / list.length };
-    return;
-  }
-  const size = fs.statSync(file).size;
-  const input = fs.createReadStream(file, 'utf8');
-  const lines = readline.createInterface({ input, crlfDelay: Infinity });
-  let line = 0;
-  for await (const text of lines) {
-    line++;
-    const trimmed = (line === 1 ? text.replace(/^\uFEFF/, '') : text).trim();
-    if (trimmed === '') continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(trimmed);
-    } catch (error) {
-      throw new ImportError(`${file} line ${line}: not valid JSON: ${(error as Error).message}`);
-    }
-    const fraction = size > 0 ? Math.min(1, input.bytesRead / size) : 1;
-    yield { position: line, user: validRecord(value, `${file} line ${line}`), fraction };
-  }
-}
-
-function firstCharacter(file: string): string | undefined {
-  let fd: number;
+  let size: number;
   try {
-    fd = fs.openSync(file, 'r');
+    size = fs.statSync(file).size;
   } catch (error) {
     throw new ImportError(`cannot open ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
-  try {
-    const buffer = Buffer.alloc(64 * 1024);
-    for (;;) {
-      const read = fs.readSync(fd, buffer, 0, buffer.length, null);
-      if (read === 0) return undefined;
-      const match = /[^\s\uFEFF]/.exec(buffer.toString('utf8', 0, read));
-      if (match) return match[0];
+  const splitter = new RecordSplitter();
+  let read = 0;
+  const split = (next: () => FileRecord[]): FileRecord[] => {
+    try {
+      return next();
+    } catch (error) {
+      if (error instanceof FileFormatError) throw new ImportError(`${file}: ${error.message}`);
+      throw error;
     }
-  } finally {
-    fs.closeSync(fd);
+  };
+  const parsed = (record: FileRecord): ImportedRecord => {
+    const where = `${file} ${splitter.fileFormat === 'ndjson' ? 'line' : 'record'} ${record.position}`;
+    let value: unknown;
+    try {
+      value = JSON.parse(record.text);
+    } catch (error) {
+      throw new ImportError(`${where}: not valid JSON: ${(error as Error).message}`);
+    }
+    return { position: record.position, user: validRecord(value, where), fraction: size > 0 ? read / size : 1 };
+  };
+  for await (const chunk of fs.createReadStream(file)) {
+    read += (chunk as Buffer).length;
+    for (const record of split(() => splitter.push(chunk as Buffer))) yield parsed(record);
   }
+  for (const record of split(() => splitter.end())) yield parsed(record);
 }
 
 function validRecord(value: unknown, where: string): ImportedUser {

@@ -65,6 +65,13 @@ export class DuplicateUsers extends Error {
   }
 }
 
+/** What one batch of an import job did; `refused` holds the records it did not store, by index in the batch. */
+export interface ImportBatchResult {
+  inserted: number;
+  updated: number;
+  refused: Array<{ index: number; code: string; message: string }>;
+}
+
 /**
  * Users. Every write records its webhook events (user.created, user.updated, user.deleted) through
  * `events`, in the write's own transaction. A new user may also carry a verification email: prepared
@@ -132,6 +139,20 @@ export class UserService {
       await writeEmail?.(trx);
     });
     return user;
+  }
+
+  /**
+   * Every user of a tenant, a page at a time, as stored (without identity-provider tokens) with its
+   * password hash: for `tenantry seed export`, which decides what of it to write.
+   */
+  async *all(tenantId: string): AsyncGenerator<{ user: User; passwordHash: string | null }> {
+    let after: string | undefined;
+    for (;;) {
+      const rows = await this.store.page(tenantId, after, 500);
+      for (const row of rows) yield { user: JSON.parse(row.document) as User, passwordHash: row.password_hash };
+      if (rows.length < 500) return;
+      after = rows[rows.length - 1]!.user_id;
+    }
   }
 
   async get(tenantId: string, userId: string, options: ReadOptions): Promise<Record<string, unknown>> {
@@ -238,6 +259,83 @@ export class UserService {
       );
     });
     return imported.length;
+  }
+
+  /**
+   * One batch of an import job, in the job's transaction (its progress commits with the batch). Each
+   * record is inserted, or, when its user_id or its email in `connection` is taken, updated with the
+   * record's profile when `upsert` is set and refused otherwise; a record repeating one earlier in the
+   * batch is refused. Refusals are returned by index; the other records are stored, with their
+   * user.created and user.updated events. Throws DuplicateUsers when a concurrent writer took a key
+   * between the check and the insert: the caller retries the batch.
+   */
+  async importBatch(
+    trx: Tx,
+    tenantId: string,
+    connection: string,
+    records: readonly ImportedUser[],
+    upsert: boolean,
+  ): Promise<ImportBatchResult> {
+    const at = now();
+    const imported = records.map((record) => this.importRecord(tenantId, { ...record, connection }, at));
+    const userIds = records.flatMap((r, i) => (r.user_id === undefined ? [] : [imported[i]!.user.user_id]));
+    const emails = imported.flatMap((i) => (i.record.email === null ? [] : [i.record.email]));
+    const matches = await this.store.importMatches(trx, tenantId, connection, userIds, emails);
+    const byId = new Map(matches.map((m) => [m.user_id, m]));
+    const byEmail = new Map(matches.filter((m) => m.email !== null).map((m) => [m.email!, m]));
+    const seen = new Set<string>();
+    const inserts: UserRecord[] = [];
+    const events: UserEvent[] = [];
+    const result: ImportBatchResult = { inserted: 0, updated: 0, refused: [] };
+    for (const [index, { record, user }] of imported.entries()) {
+      const keys = [`id:${record.user_id}`, ...(record.email === null ? [] : [`email:${record.email}`])];
+      if (keys.some((key) => seen.has(key))) {
+        result.refused.push({ index, code: 'DUPLICATED_USER', message: 'The user is in the file more than once' });
+        continue;
+      }
+      keys.forEach((key) => seen.add(key));
+      const givenId = records[index]!.user_id !== undefined;
+      const idMatch = givenId ? byId.get(record.user_id) : undefined;
+      const emailMatch = record.email === null ? undefined : byEmail.get(record.email);
+      const match = idMatch ?? emailMatch;
+      if (!match) {
+        inserts.push(record);
+        events.push(event(tenantId, 'user.created', user));
+        continue;
+      }
+      if (!upsert) {
+        result.refused.push({
+          index,
+          code: 'DUPLICATED_USER',
+          message: 'The user already exist and upsert parameter is false',
+        });
+        continue;
+      }
+      if (idMatch && emailMatch && idMatch.user_id !== emailMatch.user_id) {
+        result.refused.push({
+          index,
+          code: 'DUPLICATED_USER',
+          message: 'The user_id and the email belong to two different users',
+        });
+        continue;
+      }
+      const { user_id: _id, connection: _c, identities: _i, password_hash: passwordHash, ...profile } = records[index]!;
+      const updated = applyProfileChanges(JSON.parse(match.document) as User, profile);
+      updated.updated_at = nowAfter(match.updated_at);
+      const change = {
+        document: JSON.stringify(updated),
+        email: updated.email ?? null,
+        updatedAt: updated.updated_at,
+        passwordHash,
+      };
+      if (!(await this.store.update(trx, tenantId, match.user_id, change))) throw new DuplicateUsers();
+      events.push(event(tenantId, 'user.updated', updated));
+      result.updated++;
+    }
+    if (inserts.length > 0 && !(await this.store.insertMany(trx, inserts))) throw new DuplicateUsers();
+    result.inserted = inserts.length;
+    await this.events.record(trx, events);
+    return result;
   }
 
   /** For a process that only imports (the CLI command): lets the database cache more of the table. */

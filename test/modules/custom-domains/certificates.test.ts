@@ -208,6 +208,32 @@ describe('custom domain certificates over HTTPS', { concurrency: true }, () =>
         return x509;
       };
 
+      const domainId = async (domain: string) =>
+        (
+          await server.server.services.database.db
+            .selectFrom('custom_domains')
+            .select('id')
+            .where('domain', '=', domain)
+            .executeTakeFirstOrThrow()
+        ).id;
+      /** GET …/custom-domains/{id}/certificate, checked to carry no key material whatever it shows. */
+      const described = async (id: string) => {
+        const answer = await api({ url: `/api/v2/custom-domains/${id}/certificate` });
+        assert.equal(answer.statusCode, 200, answer.body);
+        assert.doesNotMatch(answer.body, /PRIVATE KEY|BEGIN|-----/);
+        const row = await server.server.services.database.db
+          .selectFrom('custom_domain_certificates')
+          .select(['private_key', 'certificate'])
+          .where('custom_domain_id', '=', id)
+          .executeTakeFirst();
+        if (row) {
+          assert.ok(!answer.body.includes(row.private_key), 'the sealed key');
+          assert.ok(!answer.body.includes(pemBodySample(server.server.services.secretBox.open(row.private_key))));
+          assert.ok(!answer.body.includes(pemBodySample(row.certificate)), 'no PEM either');
+        }
+        return answer.json();
+      };
+
       it('issues a dev-CA certificate when an svc-managed domain becomes ready and serves it by SNI', async () => {
         await readyDomain('login.tls.test', 'svc_managed_certs');
         // Issued on becoming ready, before any handshake asked for it.
@@ -230,6 +256,52 @@ describe('custom domain certificates over HTTPS', { concurrency: true }, () =>
         const key = server.server.services.secretBox.open(row.private_key);
         assert.ok(certificate.checkPrivateKey(createPrivateKey(key)));
         assert.ok(!row.private_key.includes(pemBodySample(key)));
+      });
+
+      it('describes the certificate a handshake is served (GET …/certificate), without its key; none and why otherwise', async () => {
+        const id = await domainId('login.tls.test');
+        const presented = (await handshake(port, 'login.tls.test', devCa.cert)).certificate;
+        const row = (await certificateRow('login.tls.test'))!;
+        assert.deepEqual(await described(id), {
+          status: 'dev-ca',
+          subject: 'CN=login.tls.test',
+          subject_alt_names: ['DNS:login.tls.test'],
+          issuer: devCaX509.subject.split('\n').join(', '),
+          not_before: new Date(presented.validFrom).toISOString(),
+          not_after: new Date(presented.validTo).toISOString(),
+          fingerprint_sha256: presented.fingerprint256,
+        });
+        assert.equal(row.fingerprint, presented.fingerprint256);
+
+        // Not ready: the default certificate, whatever is stored.
+        const waiting = await api({
+          method: 'POST',
+          url: '/api/v2/custom-domains',
+          payload: { domain: 'waiting.tls.test', type: 'svc_managed_certs' },
+        });
+        assert.equal(waiting.statusCode, 201, waiting.body);
+        assert.deepEqual(await described(waiting.json().custom_domain_id), { status: 'none', reason: 'not_ready' });
+        assert.equal((await handshake(port, 'waiting.tls.test', server.caPem)).certificate.subject, 'CN=localhost');
+
+        // Another tenant's id is not found there, as its other operations are; no scope, no answer.
+        const other = await server.server.addTenant('other-certs', 'other-certs.test');
+        const elsewhere = await server.server.app.inject({
+          url: `/api/v2/custom-domains/${id}/certificate`,
+          headers: { host: 'other-certs.test', authorization: `Bearer ${other.token}` },
+        });
+        assert.equal(elsewhere.statusCode, 404);
+        assert.deepEqual(elsewhere.json(), {
+          statusCode: 404,
+          error: 'Not Found',
+          message: `The custom domain ${id} does not exist`,
+          errorCode: 'inexistent_custom_domain',
+        });
+        const { token } = await server.server.clientWithScopes(['read:event_streams']);
+        const refused = await server.server.request({ url: `/api/v2/custom-domains/${id}/certificate`, token });
+        assert.equal(refused.statusCode, 403);
+        assert.equal(refused.json().message, 'Insufficient scope, expected any of: read:custom_domains');
+        const anonymous = await server.server.request({ url: `/api/v2/custom-domains/${id}/certificate`, token: null });
+        assert.equal(anonymous.statusCode, 401);
       });
 
       it('answers the API through the custom domain over TLS, issuing tokens with its issuer', async () => {
@@ -415,6 +487,10 @@ describe('custom domain certificates over HTTPS', { concurrency: true }, () =>
           // Before the upload the domain has the default certificate.
           const before = await handshake(port, 'secure.self.test', server.caPem);
           assert.equal(before.certificate.subject, 'CN=localhost');
+          assert.deepEqual(await described(await domainId('secure.self.test')), {
+            status: 'none',
+            reason: 'not_uploaded',
+          });
         });
 
         it('stores an uploaded chain with its key sealed, and the server presents it by SNI', async () => {
@@ -456,12 +532,25 @@ describe('custom domain certificates over HTTPS', { concurrency: true }, () =>
           const replacement = issueServerCertificate(operatorCa, ['secure.self.test', 'www.secure.self.test']);
           const replaced = await upload('secure.self.test', files('replacement', replacement.cert, replacement.key));
           assert.equal(replaced.code, 0, replaced.stderr);
-          await eventually('the replacement certificate', async () => {
+          const presented = await eventually('the replacement certificate', async () => {
             const result = await handshake(port, 'secure.self.test', operatorCa.cert);
             return result.certificate.fingerprint256 === new X509Certificate(replacement.cert).fingerprint256
               ? result
               : undefined;
           });
+
+          // The API describes the uploaded certificate the handshake presents, and none of its key.
+          const body = await described(await domainId('secure.self.test'));
+          assert.deepEqual(body, {
+            status: 'upload',
+            subject: 'CN=secure.self.test',
+            subject_alt_names: ['DNS:secure.self.test', 'DNS:www.secure.self.test'],
+            issuer: new X509Certificate(operatorCa.cert).subject.split('\n').join(', '),
+            not_before: new Date(presented.certificate.validFrom).toISOString(),
+            not_after: new Date(presented.certificate.validTo).toISOString(),
+            fingerprint_sha256: presented.certificate.fingerprint256,
+          });
+          assert.ok(!JSON.stringify(body).includes(pemBodySample(replacement.key)));
         });
 
         it('accepts requests that reach its own TLS under the uploaded name without a cname-api-key; others still need the key', async () => {

@@ -76,6 +76,23 @@ for (const kind of databaseKinds()) {
         () => `delivery ${eventId} to become ${status}`,
       );
 
+    /** A stream whose receiver refused its first two events (400: failed at once, no retry), then accepts. */
+    const streamWithTwoFailedEvents = async (name: string) => {
+      receiver = await startWebhookReceiver();
+      receiver.program([400, 400], 204);
+      const stream = await createStream({
+        name,
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(receiver.url),
+      });
+      await createUser();
+      await createUser();
+      await receiver.waitFor((r) => r.length >= 2);
+      const ids = receiver.requests.map((r) => r.json().id as string);
+      for (const id of ids) await waitForStatus(stream.id, id, 'failed');
+      return { stream, ids };
+    };
+
     it('creates, reads, lists, updates and deletes streams; secrets are write-only', async () => {
       receiver = await startWebhookReceiver();
       const created = await createStream({
@@ -406,18 +423,7 @@ for (const kind of databaseKinds()) {
     });
 
     it('redelivers every failed delivery matching a filter', async () => {
-      receiver = await startWebhookReceiver();
-      receiver.program([400, 400], 204);
-      const stream = await createStream({
-        name: 'bulk',
-        subscriptions: [{ event_type: 'user.created' }],
-        destination: webhook(receiver.url),
-      });
-      await createUser();
-      await createUser();
-      await receiver.waitFor((r) => r.length >= 2);
-      const ids = receiver.requests.map((r) => r.json().id as string);
-      for (const id of ids) await waitForStatus(stream.id, id, 'failed');
+      const { stream, ids } = await streamWithTwoFailedEvents('bulk');
       const filter = { statuses: ['failed'], event_types: ['user.created'], date_from: '2020-01-01T00:00:00Z' };
       const response = await server.request({
         method: 'POST',
@@ -441,6 +447,76 @@ for (const kind of databaseKinds()) {
       });
       assert.equal(empty.statusCode, 202);
       assert.deepEqual(empty.json(), {});
+    });
+
+    it('counts the failed deliveries a redelivery would queue, and reports attempts per minute, backlog and health', async () => {
+      const { stream, ids } = await streamWithTwoFailedEvents('stats');
+
+      const count = (query: string) =>
+        server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries/count${query}` });
+      assert.deepEqual((await count('')).json(), { count: 2 });
+      assert.deepEqual((await count('?statuses=failed&event_types=user.created')).json(), { count: 2 });
+      assert.deepEqual((await count('?event_types=user.deleted')).json(), { count: 0 });
+      assert.deepEqual((await count('?statuses=delivered')).json(), { count: 0 });
+      const future = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+      assert.deepEqual((await count(`?date_from=${future}`)).json(), { count: 0 });
+      assert.equal((await count('?take=5')).statusCode, 400, 'paging has no meaning for a count');
+
+      const stats = await server.request({ url: `/api/v2/event-streams/${stream.id}/stats` });
+      assert.equal(stats.statusCode, 200, stats.body);
+      const body = stats.json();
+      assert.equal(body.interval_seconds, 60);
+      assert.ok(Date.parse(body.date_to) - Date.parse(body.date_from) === 3 * 3600_000, 'three hours by default');
+      const total = (key: 'delivered' | 'failed') =>
+        body.buckets.reduce((sum: number, b: Record<string, number>) => sum + b[key]!, 0);
+      assert.equal(total('failed'), 2);
+      assert.equal(total('delivered'), 0);
+      for (const bucket of body.buckets) assert.match(bucket.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/);
+      assert.deepEqual(body.backlog, { pending: 0 });
+      assert.equal(body.health.consecutive_failures, 2);
+
+      // Redelivered: the attempts that deliver appear in the same window.
+      await server.request({ method: 'POST', url: `/api/v2/event-streams/${stream.id}/redeliver`, payload: {} });
+      for (const id of ids) await waitForStatus(stream.id, id, 'delivered');
+      const after = (await server.request({ url: `/api/v2/event-streams/${stream.id}/stats` })).json();
+      assert.equal(
+        after.buckets.reduce((sum: number, b: { delivered: number }) => sum + b.delivered, 0),
+        2,
+      );
+      assert.equal(after.health.consecutive_failures, 0);
+      assert.deepEqual((await count('')).json(), { count: 0 });
+
+      const past = await server.request({
+        url: `/api/v2/event-streams/${stream.id}/stats?date_from=2020-01-01T00:00:00Z&date_to=2020-01-01T01:00:00Z`,
+      });
+      assert.deepEqual(past.json().buckets, []);
+      const tooLong = await server.request({
+        url: `/api/v2/event-streams/${stream.id}/stats?date_from=2020-01-01T00:00:00Z&date_to=2020-01-02T00:00:01Z`,
+      });
+      assert.equal(tooLong.statusCode, 400);
+      const backwards = await server.request({
+        url: `/api/v2/event-streams/${stream.id}/stats?date_from=2020-01-02T00:00:00Z&date_to=2020-01-01T00:00:00Z`,
+      });
+      assert.equal(backwards.statusCode, 400);
+      assert.equal(
+        (await server.request({ url: '/api/v2/event-streams/est_1111111111111111111111/stats' })).statusCode,
+        404,
+      );
+      const reader = await server.clientWithScopes(['read:event_streams']);
+      assert.equal(
+        (await server.request({ url: `/api/v2/event-streams/${stream.id}/stats`, token: reader.token })).statusCode,
+        200,
+      );
+      const other = await server.clientWithScopes(['read:users']);
+      assert.equal(
+        (await server.request({ url: `/api/v2/event-streams/${stream.id}/stats`, token: other.token })).statusCode,
+        403,
+      );
+      assert.equal(
+        (await server.request({ url: `/api/v2/event-streams/${stream.id}/deliveries/count`, token: other.token }))
+          .statusCode,
+        403,
+      );
     });
 
     it('sends test events: 202 with a pending delivery record, then delivered', async () => {

@@ -1,8 +1,10 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { registerFormat } from '../../../http/validation.ts';
 import { idPattern } from '../../../ids.ts';
 import type { Services } from '../../../services.ts';
 import { CustomDomainHeaders } from '../domain-context.ts';
+import { UsersImportFailure, UsersImportJob } from '../../users-imports/schema.ts';
 import { JobId, JobResponse, VerificationEmailJobBody } from './schema.ts';
 
 const tags = ['jobs'];
@@ -36,8 +38,36 @@ export async function jobRoutes(
     '/api/v2/jobs/:id',
     {
       config: { scopes: ['create:users', 'read:users'] },
-      schema: { tags, operationId: 'getJob', params: JobId, response: { 200: JobResponse }, summary: 'Get a job' },
+      schema: {
+        tags,
+        operationId: 'getJob',
+        params: JobId,
+        response: { 200: Type.Union([JobResponse, UsersImportJob]) },
+        summary: 'Get a job',
+      },
     },
     async (request) => services.jobs.get(request.tenant.id, request.params.id),
+  );
+
+  app.get<{ Params: JobId }>(
+    '/api/v2/jobs/:id/errors',
+    {
+      config: { scopes: ['create:users', 'read:users'] },
+      schema: {
+        tags,
+        operationId: 'getJobErrors',
+        params: JobId,
+        response: {
+          200: Type.Union([Type.Array(UsersImportFailure), JobResponse, UsersImportJob]),
+          204: Type.Null({ description: 'The job has no errors' }),
+        },
+        summary: "Get a job's errors: the records a users import refused, or the job when it failed",
+      },
+    },
+    async (request, reply) => {
+      const errors = await services.jobs.errors(request.tenant.id, request.params.id);
+      if (errors === undefined) return reply.code(204).send();
+      return errors;
+    },
   );
 }

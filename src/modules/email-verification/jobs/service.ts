@@ -5,6 +5,8 @@ import { newId } from '../../../ids.ts';
 import type { EmailStatus, MailOutbox } from '../../../mail/outbox.ts';
 import type { Tenant } from '../../tenants/service.ts';
 import type { UserService } from '../../users/service.ts';
+import type { UsersImportService } from '../../users-imports/service.ts';
+import type { UsersImportFailure, UsersImportJob } from '../../users-imports/schema.ts';
 import type { DomainContext } from '../domain-context.ts';
 import { requireEmail } from '../recipient.ts';
 import type { VerificationEmailService } from '../service.ts';
@@ -18,7 +20,10 @@ export const JOB_STATUS: Readonly<Record<EmailStatus, Job['status']>> = {
   failed: 'failed',
 };
 
-/** Jobs of the original's /jobs API. A verification-email job is its email: its status follows the outbox. */
+/**
+ * Jobs of the original's /jobs API, one id space: verification-email jobs (here; a job is its email,
+ * its status follows the outbox) and users-import jobs (the users-imports module).
+ */
 export class JobService {
   private readonly store: JobStore;
 
@@ -27,6 +32,7 @@ export class JobService {
     private readonly users: Pick<UserService, 'get'>,
     private readonly verificationEmails: Pick<VerificationEmailService, 'template' | 'prepare'>,
     private readonly outbox: Pick<MailOutbox, 'status'>,
+    private readonly usersImports: Pick<UsersImportService, 'get' | 'errors'>,
   ) {
     this.store = new JobStore(database);
   }
@@ -60,10 +66,28 @@ export class JobService {
     return job;
   }
 
-  async get(tenantId: string, id: string): Promise<Job> {
+  async get(tenantId: string, id: string): Promise<Job | UsersImportJob> {
+    const job = (await this.verificationEmailJob(tenantId, id)) ?? (await this.usersImports.get(tenantId, id));
+    if (!job) throw emailVerificationErrors.inexistentJob();
+    return job;
+  }
+
+  /**
+   * GET /jobs/{id}/errors: a users import's refused records (none: undefined, a 204), or the job itself
+   * when it failed as a whole; a verification-email job has no record errors, only its failure.
+   */
+  async errors(tenantId: string, id: string): Promise<UsersImportFailure[] | Job | UsersImportJob | undefined> {
+    const job = await this.verificationEmailJob(tenantId, id);
+    if (job) return job.status === 'failed' ? job : undefined;
+    const errors = await this.usersImports.errors(tenantId, id);
+    if (errors === undefined) throw emailVerificationErrors.inexistentJob();
+    return Array.isArray(errors) && errors.length === 0 ? undefined : errors;
+  }
+
+  private async verificationEmailJob(tenantId: string, id: string): Promise<Job | undefined> {
     const record = await this.store.get(tenantId, id);
     const status = record && (await this.outbox.status(tenantId, record.email_id));
-    if (!record || !status) throw emailVerificationErrors.inexistentJob();
+    if (!record || !status) return undefined;
     return { status: JOB_STATUS[status], type: record.type, created_at: record.created_at, id: record.id };
   }
 }

@@ -1,6 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { isIP } from 'node:net';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
+import { lazyModule } from '../../../lazy-module.ts';
+
+const undici = lazyModule<typeof import('undici')>('undici');
 import type { Envelope } from '../envelope.ts';
 import { redactUrl } from '../../../http/log-redaction.ts';
 import { EndpointRefused, EndpointUnresolved, type EndpointGuard } from './endpoint-guard.ts';
@@ -93,7 +96,7 @@ export class WebhookSender {
   /** Made on first use, and again after `close`, so a worker that is stopped and started keeps sending. */
   private dispatcher(): Agent | undefined {
     if (this.guard === undefined) return undefined;
-    this.agent ??= new Agent({ connect: { lookup: this.guard.lookup } });
+    this.agent ??= new (undici().Agent)({ connect: { lookup: this.guard.lookup } });
     return this.agent;
   }
 
@@ -115,7 +118,7 @@ export class WebhookSender {
       const dispatcher = this.dispatcher();
       // undici's own `request` rather than `fetch`: the WHATWG layer of `fetch` costs more CPU per
       // delivery than the rest of the worker together. It follows no redirects, as the original.
-      const response = await request(target.endpoint, {
+      const response = await undici().request(target.endpoint, {
         method: 'POST',
         headers,
         body,

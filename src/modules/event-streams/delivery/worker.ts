@@ -3,6 +3,7 @@ import type { Config } from '../../../config.ts';
 import type { Database } from '../../../db/database.ts';
 import { now } from '../../../db/database.ts';
 import type { Logger } from '../../../logger.ts';
+import { noMetrics, type Metrics } from '../../../observability/metrics.ts';
 import type { SecretBox } from '../../../secret-box.ts';
 import { openSecret, type PublicDestination } from '../destinations.ts';
 import { envelope } from '../envelope.ts';
@@ -14,6 +15,7 @@ import { disabledReason, type CircuitRules } from './circuit.ts';
 import type { EndpointGuard } from './endpoint-guard.ts';
 import { outcomeOf, type Outcome } from './outcome.ts';
 import { authHeader, WebhookSender, type WebhookTarget } from './send.ts';
+import { BoundedCache, stringBytes } from '../../../bounded-cache.ts';
 
 export type DeliverySettings = Pick<
   Config,
@@ -42,8 +44,8 @@ interface CachedTarget {
 /** A quarter of the slots are kept for streams with nothing in flight (see ClaimLimits.reserve). */
 const RESERVE_DIVISOR = 4;
 
-/** Streams whose opened target is kept; past it the cache starts over. */
-const TARGET_CACHE_LIMIT = 1000;
+/** Opened targets kept: 1,000 streams and 8 MiB (a destination's JSON and sealed secrets, charged as stored). */
+const TARGET_CACHE_BOUNDS = { entries: 1000, bytes: 8 * 1024 * 1024 };
 
 /**
  * The outbox worker: claims due deliveries under a lease, POSTs them to their webhooks and records
@@ -66,7 +68,7 @@ export class DeliveryWorker {
   private finished: Outcome[] = [];
   /** The earliest retry this worker scheduled that has not fallen due yet (epoch ms). */
   private nextRetryAt = Infinity;
-  private readonly targets = new Map<string, CachedTarget>();
+  private readonly targets = new BoundedCache<CachedTarget>(TARGET_CACHE_BOUNDS);
   private readonly sender: WebhookSender;
   private readonly circuit: CircuitRules;
   private unlisten: (() => Promise<void>) | undefined;
@@ -80,6 +82,7 @@ export class DeliveryWorker {
     guard: EndpointGuard | undefined,
     private readonly wakeup: DeliveryWakeup | undefined,
     private readonly logger: Logger,
+    private readonly metrics: Pick<Metrics, 'delivery'> = noMetrics,
   ) {
     this.sender = new WebhookSender(guard, settings.deliveryTimeoutMs);
     const reason = disabledReason(settings.deliveryDisableAfterFailures);
@@ -105,6 +108,18 @@ export class DeliveryWorker {
       () => this.loop.wake(),
       (error) => this.logger.error({ err: error }, 'event delivery: the wake-up listener failed; polling carries on'),
     );
+    this.loop.start(0);
+  }
+
+  /** For a restore of the database: no claim is held and no attempt is left unrecorded until resume(). */
+  async pause(): Promise<void> {
+    await this.loop.stop();
+    await this.flush();
+    this.targets.clear();
+    this.nextRetryAt = Infinity;
+  }
+
+  resume(): void {
     this.loop.start(0);
   }
 
@@ -150,6 +165,8 @@ export class DeliveryWorker {
       throw error;
     }
     for (const outcome of batch) {
+      // Counted once recorded: a batch whose recording failed is counted when it is recorded again.
+      this.metrics.delivery(outcome.status === 'pending' ? 'retry' : outcome.status);
       if (outcome.status === 'pending')
         this.nextRetryAt = Math.min(this.nextRetryAt, Date.parse(outcome.next_attempt_at));
     }
@@ -222,8 +239,9 @@ export class DeliveryWorker {
       target: { endpoint: destination.configuration.webhook_endpoint, ...(header ? { header } : {}) },
       signing: openSigningSecrets(this.secretBox, claim.signing_secrets),
     };
-    if (this.targets.size >= TARGET_CACHE_LIMIT) this.targets.clear();
-    this.targets.set(claim.stream_id, opened);
+    // Charged twice what is stored: the opened copies (header, secrets) are about as long again.
+    const stored = stringBytes(claim.destination) + stringBytes(claim.secret) + stringBytes(claim.signing_secrets);
+    this.targets.set(claim.stream_id, opened, 2 * stored);
     return opened;
   }
 }

@@ -77,7 +77,7 @@ const SQLITE_STREAMS = `SELECT id, destination, secret, signing_secrets FROM eve
 // claim-due.ts's pgClock with $1 and $2); FOR UPDATE SKIP LOCKED on the window, so the claims of several
 // nodes pass each other by instead of waiting; one round trip brings the events and streams; a named
 // statement is parsed and planned once per connection.
-const POSTGRES_CLAIM = `
+export const POSTGRES_CLAIM = `
   WITH clock AS (
     SELECT to_char(t AT TIME ZONE 'UTC', ${PG_ISO}) AS at, to_char((t + $2::float8 * interval '1 millisecond') AT TIME ZONE 'UTC', ${PG_ISO}) AS lease
     FROM (SELECT coalesce($1::timestamptz, now()) AS t) n

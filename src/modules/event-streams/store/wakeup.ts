@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import pg from 'pg';
-import type { Database, Tx } from '../../../db/database.ts';
+import type pg from 'pg';
+import { pgDriver, type Database, type Tx } from '../../../db/database.ts';
 
 const CHANNEL = 'tenantry_deliveries_queued';
 /** After a lost LISTEN connection: the poll carries on meanwhile. */
@@ -53,7 +53,7 @@ function listenToPostgres(
     retry.unref();
   };
   function connect(): void {
-    const fresh = new pg.Client(options);
+    const fresh = new (pgDriver().Client)(options);
     client = fresh;
     fresh.on('notification', onWake);
     fresh.on('error', (error) => {

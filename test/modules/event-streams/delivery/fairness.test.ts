@@ -142,11 +142,14 @@ for (const kind of databaseKinds()) {
       // Probes go one at a time: after the first burst, no two attempts overlap closer than the cool-down.
       // The run that opened it came in one burst; after it, probes go one at a time, a cool-down apart.
       const times = receiver.requests.map((r) => r.at - receiver.requests[0]!.at);
-      const probes = times.filter((t) => t >= 200);
+      // The burst ends at the first pause of a cool-down: sends claimed before the failures were recorded
+      // still arrive, later on a loaded machine. Every attempt after it is a probe.
+      const pause = times.findIndex((t, i) => i > 0 && t - times[i - 1]! >= 200);
+      const probes = pause < 0 ? [] : times.slice(pause);
       // How many go before the first failures are recorded depends on the machine's speed; the bound is the window's.
       assert.ok(times.length - probes.length <= 12, `the burst before the circuit opened: ${times.join(' ')} ms`);
       for (let i = 1; i < probes.length; i++)
-        assert.ok(probes[i]! - probes[i - 1]! >= 300, `probes at ${times.join(' ')} ms`);
+        assert.ok(probes[i]! - probes[i - 1]! >= 200, `probes at ${times.join(' ')} ms`);
 
       receiver.program([], 204);
       await waitUntil(

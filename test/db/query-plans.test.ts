@@ -1,0 +1,356 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { migrate, openDatabase, type Database } from '../../src/db/database.ts';
+import { encodeCursor } from '../../src/http/cursor.ts';
+import { OutboxStore } from '../../src/mail/store.ts';
+import { CustomDomainStore } from '../../src/modules/custom-domains/store.ts';
+import { Deliveries } from '../../src/modules/event-streams/deliveries.ts';
+import { claimDue } from '../../src/modules/event-streams/store/claim.ts';
+import { DeliveryStore } from '../../src/modules/event-streams/store/deliveries.ts';
+import { StreamStore } from '../../src/modules/event-streams/store/streams.ts';
+import { TenantStore } from '../../src/modules/tenants/store.ts';
+import { UserStore } from '../../src/modules/users/store.ts';
+import { createTestDatabase, eachDatabase, type TestDatabase } from '../helpers/databases.ts';
+import { recordingDatabase, type RecordedQuery } from '../helpers/recorded-queries.ts';
+
+/**
+ * The queries of hot or growing paths use an index: each is run through its store on tables of a few
+ * thousand rows, every statement the store issued is recorded as it was sent (see recorded-queries.ts)
+ * and its plan asked for. SQLite: EXPLAIN QUERY PLAN on the tables as the server leaves them (it never
+ * runs ANALYZE); PostgreSQL: EXPLAIN (FORMAT JSON) after ANALYZE, with sequential scans allowed, so a
+ * missing index shows as a Seq Scan chosen on its merits. SHOW_PLANS=1 prints every statement and its plan.
+ */
+
+const ROWS = 4000;
+const AT = '2026-06-01T00:00:00.000Z';
+const PAST = '2026-01-01T00:00:00.000Z';
+const FUTURE = '2027-01-01T00:00:00.000Z';
+
+/** 1..ROWS, in a form both dialects accept. */
+const numbers = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ROWS})`;
+
+const FIXTURE = [
+  `INSERT INTO tenants (id, domain, created_at) ${numbers} SELECT 't' || (i - 1), 't' || (i - 1) || '.example', '${AT}' FROM n`,
+  `INSERT INTO users (tenant_id, user_id, connection, email, document, idp_tokens, password_hash, created_at, updated_at)
+   ${numbers} SELECT 't' || (i % 50), 'auth0|u' || i, 'Username-Password-Authentication', 'u' || i || '@example.com',
+     '{}', NULL, NULL, '${AT}', '${AT}' FROM n`,
+  `INSERT INTO event_streams (id, tenant_id, name, status, subscriptions, destination, secret, created_at, updated_at)
+   ${numbers} SELECT 'est_' || i, 't' || (i % 50), NULL, CASE WHEN i % 7 = 0 THEN 'disabled' ELSE 'enabled' END,
+     '[]', '{"type":"webhook"}', NULL, '${AT}', '${AT}' FROM n`,
+  `INSERT INTO events (id, tenant_id, type, time, source, data, purpose)
+   ${numbers} SELECT 'evt_' || i, 't1', 'user.created', '${AT}', 'urn:test', '{}', NULL FROM n`,
+  // Per stream: most delivered, some failed (the log), a few pending (some due, some not yet).
+  `INSERT INTO deliveries (stream_id, event_id, event_type, event_time, status, attempt_count, attempt_seq,
+     next_attempt_at, claimed_until, updated_at)
+   ${numbers} SELECT 'est_' || (1 + i % 100), 'evt_' || i, CASE WHEN i % 3 = 0 THEN 'user.deleted' ELSE 'user.created' END,
+     '2026-0' || (1 + i % 9) || '-01T00:00:00.000Z',
+     CASE WHEN (i / 100) % 10 = 0 THEN 'failed' WHEN (i / 100) % 10 = 1 THEN 'pending' ELSE 'delivered' END, 1, 1,
+     CASE WHEN (i / 100) % 20 = 1 THEN '${PAST}' ELSE '${FUTURE}' END, NULL, '${AT}' FROM n`,
+  `INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp, error_message, duration)
+   SELECT stream_id, event_id, 1, CASE WHEN status = 'failed' THEN 'failed' ELSE 'delivered' END, '${AT}', NULL, 10
+   FROM deliveries`,
+  // One stream (est_4000, no other deliveries) delivered every event, each attempt at a time of its own:
+  // a stream whose attempts outnumber a page many times over, as a busy stream's do.
+  `INSERT INTO deliveries (stream_id, event_id, event_type, event_time, status, attempt_count, attempt_seq,
+     next_attempt_at, claimed_until, updated_at)
+   ${numbers} SELECT 'est_4000', 'evt_' || i, 'user.created', '${AT}', 'delivered', 1, 1, '${FUTURE}', NULL, '${AT}' FROM n`,
+  `INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp, error_message, duration)
+   ${numbers} SELECT 'est_4000', 'evt_' || i, 1, 'delivered',
+     '2026-06-0' || (1 + i % 9) || 'T00:00:00.' || substr(CAST(1000 + i % 1000 AS TEXT), 2, 3) || 'Z', NULL, 10 FROM n`,
+  `INSERT INTO email_outbox (id, tenant_id, template, recipient, sender, subject, body, status, attempt_count,
+     next_attempt_at, claimed_until, last_error, created_at, updated_at, sent_at)
+   ${numbers} SELECT 'eml_' || i, 't1', 'verify_email', 'u' || i || '@example.com', 'no-reply@example.com', 's',
+     NULL, CASE WHEN i % 20 = 0 THEN 'pending' ELSE 'sent' END, 0,
+     CASE WHEN i % 40 = 0 THEN '${PAST}' ELSE '${FUTURE}' END, NULL, NULL, '${AT}', '${AT}', NULL FROM n`,
+  `INSERT INTO custom_domains (id, tenant_id, domain, type, status, is_primary, verification_record, created_at,
+     next_check_at, check_count)
+   ${numbers} SELECT 'cd_' || i, 't' || (i % 50), 'd' || i || '.example', 'self_managed_certs',
+     CASE WHEN i % 3 = 0 THEN 'ready' WHEN i % 3 = 1 THEN 'pending_verification' ELSE 'failed' END, 0, 'txt',
+     '${AT}', CASE WHEN i % 3 = 1 THEN CASE WHEN i % 30 = 1 THEN '${PAST}' ELSE '${FUTURE}' END END, 0 FROM n`,
+  `INSERT INTO custom_domain_certificates (custom_domain_id, source, certificate, private_key, fingerprint, not_before,
+     not_after, updated_at)
+   SELECT id, 'upload', 'pem', 'sealed', 'fp', '${AT}', '${FUTURE}', '${AT}' FROM custom_domains`,
+];
+
+type Stores = (database: Database) => Promise<unknown>;
+
+interface Case {
+  name: string;
+  /** The tables (with the aliases the SQL gives them) none of whose rows may be read by a full scan. */
+  tables: Record<string, readonly string[]>;
+  /** An index every statement reading `table` must go through, where a looser one would still pass as a search. */
+  index?: { table: string; name: string };
+  run: Stores;
+}
+
+const deliveries = (database: Database) =>
+  new Deliveries(database, new StreamStore(database), new DeliveryStore(database), async () => undefined);
+
+const CASES: Case[] = [
+  {
+    name: 'users-by-email',
+    tables: { users: ['users'] },
+    run: (database) => new UserStore(database).byEmail('t10', 'u10@example.com'),
+  },
+  {
+    name: 'user by id',
+    tables: { users: ['users'] },
+    run: (database) => new UserStore(database).get('t10', 'auth0|u10'),
+  },
+  {
+    name: 'delivery claim (event streams)',
+    tables: { deliveries: ['deliveries', 'd'], events: ['events', 'e'], event_streams: ['event_streams', 's'] },
+    run: (database) =>
+      claimDue(
+        database,
+        { leaseMs: 30_000 },
+        { limit: 32, perStream: 4, reserve: 8, breakerFailures: 10, running: new Map([['est_2', 1]]) },
+      ),
+  },
+  {
+    name: 'mail outbox claim',
+    tables: { email_outbox: ['email_outbox', 't'] },
+    run: (database) => new OutboxStore(database).claimDue(10, 30_000),
+  },
+  {
+    name: 'custom-domain re-check claim',
+    tables: { custom_domains: ['custom_domains', 't'] },
+    run: (database) => new CustomDomainStore(database).claimDueChecks(30_000, 10),
+  },
+  {
+    name: 'failed-delivery log, unfiltered, then its next page',
+    index: { table: 'deliveries', name: 'deliveries_failed' },
+    tables: { deliveries: ['deliveries'], events: ['events'], delivery_attempts: ['delivery_attempts'] },
+    run: async (database) => {
+      await deliveries(database).list('t11', 'est_11', { take: 5 });
+      await deliveries(database).list('t11', 'est_11', { take: 5, from: encodeCursor('evt_2222222222222222222222') });
+    },
+  },
+  {
+    name: 'failed-delivery log, by event type and time window',
+    index: { table: 'deliveries', name: 'deliveries_failed' },
+    tables: { deliveries: ['deliveries'], events: ['events'], delivery_attempts: ['delivery_attempts'] },
+    run: (database) =>
+      deliveries(database).list('t11', 'est_11', {
+        statuses: 'failed',
+        event_types: 'user.created,user.deleted',
+        date_from: '2026-02-01T00:00:00Z',
+        date_to: '2026-08-01T00:00:00Z',
+      }),
+  },
+  {
+    name: 'redelivery of a window',
+    index: { table: 'deliveries', name: 'deliveries_failed' },
+    tables: { deliveries: ['deliveries'], delivery_attempts: ['delivery_attempts'] },
+    run: async (database) => {
+      await deliveries(database).redeliver('t21', 'est_21', {
+        event_types: ['user.created'],
+        date_from: '2026-02-01T00:00:00Z',
+        date_to: '2026-08-01T00:00:00Z',
+      });
+      await deliveries(database).redeliver('t31', 'est_31', {});
+    },
+  },
+  {
+    name: 'count of a redelivery window (what it would queue)',
+    index: { table: 'deliveries', name: 'deliveries_failed' },
+    tables: { deliveries: ['deliveries'] },
+    run: (database) =>
+      deliveries(database).count('t11', 'est_11', {
+        event_types: 'user.created',
+        date_from: '2026-02-01T00:00:00Z',
+        date_to: '2026-08-01T00:00:00Z',
+      }),
+  },
+  {
+    // SQLite takes delivery_attempts_stream_time; PostgreSQL may take the primary key's stream prefix
+    // when, as here, a stream has few attempts in all: either way no full read.
+    name: "a stream's delivery statistics: attempts per minute over a day, and its backlog",
+    tables: { delivery_attempts: ['delivery_attempts'], deliveries: ['deliveries'] },
+    run: (database) =>
+      deliveries(database).stats('t11', 'est_11', {
+        date_from: '2026-05-31T12:00:00Z',
+        date_to: '2026-06-01T12:00:00Z',
+      }),
+  },
+  {
+    // Both directions on delivery_attempts_stream_time (the latest first, then only those after a cursor),
+    // each attempt's event type from its delivery by primary key.
+    name: "a stream's attempts as they are recorded: the latest, then those after a cursor",
+    index: { table: 'delivery_attempts', name: 'delivery_attempts_stream_time' },
+    tables: { delivery_attempts: ['delivery_attempts', 'a'], deliveries: ['deliveries', 'd'] },
+    run: async (database) => {
+      await deliveries(database).attempts('t0', 'est_4000', { take: 50 });
+      await deliveries(database).attempts('t0', 'est_4000', {
+        take: 50,
+        after: encodeCursor('2026-06-05T00:00:00.500Z evt_2222222222222222222222 1'),
+      });
+    },
+  },
+  {
+    // email_outbox_tenant_created; with a status no row has, PostgreSQL may start from email_outbox_due.
+    name: "a tenant's emails, newest first, then the next page",
+    tables: { email_outbox: ['email_outbox'] },
+    run: async (database) => {
+      const store = new OutboxStore(database);
+      await store.page('t1', {}, 51);
+      await store.page('t1', { status: 'failed', before: { createdAt: AT, id: 'eml_2000' } }, 51);
+    },
+  },
+  {
+    name: 'redelivery of one event',
+    tables: { deliveries: ['deliveries'], delivery_attempts: ['delivery_attempts'] },
+    run: (database) => deliveries(database).redeliverOne('t41', 'est_41', 'evt_40'),
+  },
+  {
+    name: 'custom domain of a Host (tenant resolution)',
+    tables: { custom_domains: ['custom_domains'], custom_domain_certificates: ['certificates'] },
+    run: (database) => new CustomDomainStore(database).readyHost('d3.example'),
+  },
+  {
+    name: 'custom domain by hostname, within its tenant and among ready ones',
+    tables: { custom_domains: ['custom_domains'] },
+    run: (database) => {
+      const store = new CustomDomainStore(database);
+      return store.transaction(async (trx) => {
+        await store.findByHostname(trx, 't4', 'd4.example', true);
+        await store.readyElsewhere(trx, { id: 'cd_4', domain: 'd3.example' });
+      });
+    },
+  },
+  {
+    name: 'tenant by domain',
+    tables: { tenants: ['tenants'] },
+    run: (database) => new TenantStore(database).byDomain('t7.example'),
+  },
+];
+
+/** A plan's lines: SQLite's `detail` strings, or PostgreSQL's nodes as `<Node Type> <Relation Name> <Index Name>`. */
+interface Plan {
+  lines: string[];
+  /** Full reads of one of the case's tables. */
+  scans: string[];
+  /** Reads through an index (or the rowid). */
+  searches: string[];
+}
+
+async function explain(database: Database, query: RecordedQuery, tables: Case['tables']): Promise<Plan> {
+  const names = new Set(Object.entries(tables).flatMap(([table, aliases]) => [table, ...aliases]));
+  if (database.sqlite) {
+    const statement = database.sqlite.prepare(`EXPLAIN QUERY PLAN ${query.sql}`);
+    const rows = (
+      Array.isArray(query.parameters) ? statement.all(...query.parameters) : statement.all(query.parameters)
+    ) as Array<{ detail: string }>;
+    const lines = rows.map((r) => r.detail);
+    return {
+      lines,
+      scans: lines.filter((l) => names.has(/^SCAN (\S+)/.exec(l)?.[1] ?? '')),
+      searches: lines.filter((l) =>
+        /^SEARCH \S+ USING (COVERING INDEX|INDEX|INTEGER PRIMARY KEY|PRIMARY KEY)\b/.test(l),
+      ),
+    };
+  }
+  // Inside a transaction rolled back, should EXPLAIN ever run what it plans.
+  const client = await database.pool!.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await client.query<{ 'QUERY PLAN': Array<{ Plan: PgNode }> }>(
+      `EXPLAIN (FORMAT JSON) ${query.sql}`,
+      query.parameters as unknown[],
+    );
+    const nodes: PgNode[] = [];
+    const walk = (node: PgNode) => {
+      nodes.push(node);
+      for (const child of node.Plans ?? []) walk(child);
+    };
+    walk(result.rows[0]!['QUERY PLAN'][0]!.Plan);
+    const tableOf = (n: PgNode) => n['Relation Name'] ?? '';
+    return {
+      lines: nodes.map((n) => [n['Node Type'], n['Relation Name'], n['Index Name']].filter(Boolean).join(' ')),
+      scans: nodes.filter((n) => n['Node Type'] === 'Seq Scan' && names.has(tableOf(n))).map((n) => tableOf(n)),
+      searches: nodes
+        .filter((n) => /^(Index Scan|Index Only Scan|Bitmap Index Scan)$/.test(n['Node Type']))
+        .map((n) => `${n['Node Type']} ${n['Index Name']}`),
+    };
+  } finally {
+    await client.query('ROLLBACK');
+    client.release();
+  }
+}
+
+interface PgNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PgNode[];
+}
+
+/** Statements that read a table: what the plan is asked of. */
+const isQuery = (q: RecordedQuery) => /^\s*(select|insert|update|delete|with)\b/i.test(q.sql);
+
+describe('query plans', () => {
+  eachDatabase((kind) => {
+    let testDatabase: TestDatabase;
+    let database: Database;
+
+    before(async () => {
+      testDatabase = await createTestDatabase(kind);
+      database = openDatabase({ databaseUrl: testDatabase.databaseUrl, dataDir: testDatabase.dataDir });
+      await migrate(database);
+      await database.db.transaction().execute(async (trx) => {
+        for (const statement of FIXTURE) await sql.raw(statement).execute(trx);
+      });
+      if (kind === 'postgres') await sql`ANALYZE`.execute(database.db);
+    });
+
+    after(async () => {
+      await database.close();
+      await testDatabase.drop();
+    });
+
+    it('the fixture is what the plans are asked of: thousands of rows in each table checked', async () => {
+      const tables = [
+        'tenants',
+        'users',
+        'event_streams',
+        'events',
+        'deliveries',
+        'delivery_attempts',
+        'custom_domains',
+        'custom_domain_certificates',
+        'email_outbox',
+      ] as const;
+      for (const table of tables) {
+        const { count } = await database.db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('count'))
+          .executeTakeFirstOrThrow();
+        assert.ok(Number(count) >= ROWS, `${table}: ${count} rows`);
+      }
+    });
+
+    for (const c of CASES) {
+      it(`${c.name}: every statement reads through an index, none scans ${Object.keys(c.tables).join(', ')}`, async () => {
+        const recording = recordingDatabase(database);
+        await c.run(recording.database);
+        const queries = recording.queries.filter(isQuery);
+        assert.ok(queries.length > 0, 'the store issued no statement');
+        let checked = 0;
+        for (const query of queries) {
+          const plan = await explain(database, query, c.tables);
+          const shown = `${query.sql}\n  plan: ${plan.lines.join(' | ')}`;
+          if (process.env.SHOW_PLANS) process.stderr.write(`${c.name}: ${shown}\n\n`);
+          assert.deepEqual(plan.scans, [], `full scan in\n${shown}`);
+          assert.ok(plan.searches.length > 0, `no index used in\n${shown}`);
+          if (c.index && new RegExp(`\\bfrom "?${c.index.table}"?\\s`, 'i').test(query.sql)) {
+            const through = plan.searches.filter((line) => line.includes(c.index!.name));
+            assert.ok(through.length > 0, `${c.index.name} not used in\n${shown}`);
+            checked++;
+          }
+        }
+        if (c.index) assert.ok(checked > 0, `no statement read ${c.index.table}`);
+      });
+    }
+  });
+});

@@ -1,0 +1,476 @@
+import { request as httpsRequest } from 'node:https';
+import type { ClientRequest } from 'node:http';
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ManagementClient } from 'auth0';
+import { ManagementClient as LegacyManagementClient } from 'auth0-legacy';
+import { pendingJob } from '../../../src/modules/users-imports/service.ts';
+import { databaseKinds } from '../../helpers/databases.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { startHttpsTestServer, type HttpsTestServer } from '../../helpers/https.ts';
+import { ADMIN_ID, ADMIN_SECRET, type TestServer } from '../../helpers/server.ts';
+
+const DEFAULT = 'Username-Password-Authentication';
+
+/** A multipart body as a browser or an SDK sends it: its bytes and its content type (with the boundary). */
+async function multipart(parts: Record<string, string | Blob>): Promise<{ payload: Buffer; contentType: string }> {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(parts)) {
+    if (value instanceof Blob) form.append(name, value, 'users.json');
+    else form.append(name, value);
+  }
+  const request = new Request('http://localhost/', { method: 'POST', body: form });
+  return { payload: Buffer.from(await request.arrayBuffer()), contentType: request.headers.get('content-type')! };
+}
+
+const file = (users: unknown[] | string) =>
+  new Blob([typeof users === 'string' ? users : JSON.stringify(users)], { type: 'application/json' });
+
+async function upload(
+  server: TestServer,
+  parts: Record<string, string | Blob>,
+  options: { token?: string | null; host?: string } = {},
+) {
+  const { payload, contentType } = await multipart(parts);
+  return server.request({
+    method: 'POST',
+    url: '/api/v2/jobs/users-imports',
+    payload,
+    token: options.token,
+    headers: { 'content-type': contentType, ...(options.host ? { host: options.host } : {}) },
+  });
+}
+
+async function finished(server: TestServer, id: string, token?: string) {
+  return eventually(`job ${id} finished`, async () => {
+    const response = await server.request({ method: 'GET', url: `/api/v2/jobs/${id}`, token });
+    const job = response.json() as { status: string };
+    return job.status === 'completed' || job.status === 'failed' ? job : undefined;
+  });
+}
+
+/** What the database holds of an import: chunks left behind, jobs. */
+async function leftovers(server: TestServer) {
+  const db = server.services.database.db;
+  const chunks = await db.selectFrom('users_import_chunks').select(db.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  const jobs = await db.selectFrom('users_imports').select(db.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  return { chunks: Number(chunks.n), jobs: Number(jobs.n) };
+}
+
+for (const kind of databaseKinds()) {
+  describe(`users-import jobs (${kind})`, () => {
+    let https: HttpsTestServer;
+    let server: TestServer;
+    let connectionId: string;
+    before(async () => {
+      https = await startHttpsTestServer(kind, { USERS_IMPORT_MAX_BYTES: String(64 * 1024) });
+      server = https.server;
+      connectionId = (await server.services.connections.byName(server.tenant.id, DEFAULT))!.id;
+    });
+    after(() => https.close());
+
+    const v7 = () => new ManagementClient({ domain: https.domain, clientId: ADMIN_ID, clientSecret: ADMIN_SECRET });
+    const v4 = () =>
+      new LegacyManagementClient({ domain: https.domain, clientId: ADMIN_ID, clientSecret: ADMIN_SECRET });
+
+    it('v7 SDK: imports the valid records, refuses the others one by one, and reports both', async () => {
+      const users = [
+        { email: 'Ann@Example.com', given_name: 'Ann', user_metadata: { plan: 'pro' } },
+        { email: 'not-an-email' },
+        {
+          email: 'bob@example.com',
+          user_id: 'bob-1',
+          password_hash: '$2b$10$abcdefghijklmnopqrstuuJ0e1kHXR8fXjtb0Xm1Zr0o5a1b2c3d4',
+        },
+        { email: 'ann@example.com', name: 'Ann again' },
+        { email: 'carl@example.com', favourite: 'unknown member' },
+        42,
+      ];
+      const client = v7();
+      const created = await client.jobs.usersImports.create({
+        users: file(users),
+        connection_id: connectionId,
+        external_id: 'batch-7',
+      });
+      assert.equal(created.status, 'pending');
+      assert.equal(created.type, 'users_import');
+      assert.equal(created.connection_id, connectionId);
+      assert.equal(created.external_id, 'batch-7');
+      assert.match(created.id, /^job_[0-9A-Za-z]{16}$/);
+
+      await eventually('completed', async () => {
+        const job = await client.jobs.get(created.id);
+        return job.status === 'completed' ? job : undefined;
+      });
+      const job = await client.jobs.get(created.id);
+      assert.deepEqual(job, {
+        status: 'completed',
+        type: 'users_import',
+        created_at: created.created_at,
+        id: created.id,
+        connection_id: connectionId,
+        connection: DEFAULT,
+        external_id: 'batch-7',
+        summary: { failed: 4, updated: 0, inserted: 2, total: 6 },
+      });
+
+      const errors = (await client.jobs.errors.get(created.id)) as Array<{ user: unknown; errors: unknown[] }>;
+      assert.deepEqual(errors, [
+        {
+          user: { email: 'not-an-email' },
+          errors: [
+            {
+              code: 'INVALID_FORMAT',
+              message: "Object didn't pass validation for format email: not-an-email",
+              path: 'email',
+            },
+          ],
+        },
+        {
+          user: { email: 'ann@example.com', name: 'Ann again' },
+          errors: [{ code: 'DUPLICATED_USER', message: 'The user is in the file more than once', path: '' }],
+        },
+        {
+          user: { email: 'carl@example.com', favourite: 'unknown member' },
+          errors: [
+            { code: 'OBJECT_ADDITIONAL_PROPERTIES', message: 'Additional properties not allowed: favourite', path: '' },
+          ],
+        },
+        { user: { value: 42 }, errors: [{ code: 'INVALID_TYPE', message: 'A user must be a JSON object', path: '' }] },
+      ]);
+      // The refused record's password hash is never shown; the imported users are real users.
+      assert.ok(!JSON.stringify(errors).includes('$2b$'));
+      const ann = await client.users.listUsersByEmail({ email: 'ann@example.com' });
+      assert.equal(ann.length, 1);
+      assert.equal(ann[0]!.given_name, 'Ann');
+      assert.deepEqual(ann[0]!.identities?.[0]?.connection, DEFAULT);
+      const bob = await client.users.get('svc|bob-1');
+      assert.equal(bob.email, 'bob@example.com');
+    });
+
+    it('v7 SDK: upsert updates the users that exist and inserts the others; no errors is a 204', async () => {
+      const client = v7();
+      const first = await client.jobs.usersImports.create({
+        users: file([{ email: 'dana@example.com', name: 'Dana', app_metadata: { tier: 1, keep: true } }]),
+        connection_id: connectionId,
+      });
+      await eventually('first import', async () =>
+        (await client.jobs.get(first.id)).status === 'completed' ? true : undefined,
+      );
+      // Without upsert, a user that exists is refused and left as it is.
+      const refused = await client.jobs.usersImports.create({
+        users: file([{ email: 'dana@example.com', name: 'Not Dana' }]),
+        connection_id: connectionId,
+      });
+      await eventually('refused', async () =>
+        (await client.jobs.get(refused.id)).status === 'completed' ? true : undefined,
+      );
+      assert.deepEqual((await client.jobs.get(refused.id)).summary, { failed: 1, updated: 0, inserted: 0, total: 1 });
+      assert.deepEqual(await client.jobs.errors.get(refused.id), [
+        {
+          user: { email: 'dana@example.com', name: 'Not Dana' },
+          errors: [
+            { code: 'DUPLICATED_USER', message: 'The user already exist and upsert parameter is false', path: '' },
+          ],
+        },
+      ]);
+      const second = await client.jobs.usersImports.create({
+        users: file([
+          { email: 'dana@example.com', name: 'Dana Renamed', app_metadata: { tier: 2 } },
+          { email: 'erin@example.com' },
+        ]),
+        connection_id: connectionId,
+        upsert: true,
+      });
+      await eventually('upsert', async () =>
+        (await client.jobs.get(second.id)).status === 'completed' ? true : undefined,
+      );
+      const job = await client.jobs.get(second.id);
+      assert.deepEqual(job.summary, { failed: 0, updated: 1, inserted: 1, total: 2 });
+      assert.equal(await client.jobs.errors.get(second.id), undefined);
+      const [dana] = await client.users.listUsersByEmail({ email: 'dana@example.com' });
+      assert.equal(dana!.name, 'Dana Renamed');
+      assert.deepEqual(dana!.app_metadata, { tier: 2, keep: true });
+    });
+
+    it('v4 SDK: importUsers, get and getErrors', async () => {
+      const client = v4();
+      const created = await client.jobs.importUsers({
+        users: file([{ email: 'fay@example.com' }, { email: 'fay@example.com' }]),
+        connection_id: connectionId,
+        upsert: false,
+        send_completion_email: false,
+      });
+      assert.equal(created.status, 200 + 1);
+      const id = created.data.id;
+      await eventually('v4 import', async () =>
+        (await client.jobs.get({ id })).data.status === 'completed' ? true : undefined,
+      );
+      const job = await client.jobs.get({ id });
+      assert.deepEqual(job.data.summary, { failed: 1, updated: 0, inserted: 1, total: 2 });
+      const errors = await client.jobs.getErrors({ id });
+      assert.deepEqual(errors.data, [
+        {
+          user: { email: 'fay@example.com' },
+          errors: [{ code: 'DUPLICATED_USER', message: 'The user is in the file more than once', path: '' }],
+        },
+      ]);
+    });
+
+    it('imports NDJSON too, numbering nothing twice', async () => {
+      const lines = ['{"email":"gil@example.com"}', '', '{"email":"hal@example.com","email_verified":true}'].join('\n');
+      const response = await upload(server, { users: file(lines), connection_id: connectionId });
+      assert.equal(response.statusCode, 201, response.body);
+      const job = (await finished(server, response.json().id)) as unknown as { summary: unknown };
+      assert.deepEqual(job.summary, { failed: 0, updated: 0, inserted: 2, total: 2 });
+      const hal = await server.request({ method: 'GET', url: '/api/v2/users-by-email?email=hal@example.com' });
+      assert.equal(hal.json()[0].email_verified, true);
+    });
+
+    it('refuses a bad upload whole, with the original error body, and leaves nothing behind', async () => {
+      const before = await leftovers(server);
+      const good = file([{ email: 'never@example.com' }]);
+      const cases: Array<[string, Record<string, string | Blob>, number, RegExp]> = [
+        ['no file', { connection_id: connectionId }, 400, /Missing required property: users/],
+        ['no connection', { users: good }, 400, /Missing required property: connection_id/],
+        ['a malformed connection id', { users: good, connection_id: 'con_x' }, 400, /connection_id/],
+        [
+          'an unknown connection',
+          { users: good, connection_id: 'con_AAAAAAAAAAAAAAAA' },
+          400,
+          /connection does not exist/,
+        ],
+        [
+          'an unknown member',
+          { users: good, connection_id: connectionId, admin: 'true' },
+          400,
+          /Additional properties not allowed: admin/,
+        ],
+        ['upsert not a boolean', { users: good, connection_id: connectionId, upsert: 'maybe' }, 400, /upsert/],
+        [
+          'not JSON',
+          { users: file('[{"email": "x@example.com"'), connection_id: connectionId },
+          400,
+          /Invalid users file/,
+        ],
+        [
+          'a record that is not JSON',
+          { users: file('[{"email": tru}]'), connection_id: connectionId },
+          400,
+          /record 1 is not valid JSON/,
+        ],
+        ['no users', { users: file('[]'), connection_id: connectionId }, 400, /holds no users/],
+        [
+          'an object, not an array',
+          { users: file('"users"'), connection_id: connectionId },
+          400,
+          /must be a JSON array/,
+        ],
+        [
+          'a file over USERS_IMPORT_MAX_BYTES',
+          {
+            users: file(`[${JSON.stringify({ email: 'big@example.com', name: 'x'.repeat(200) })},`.repeat(400) + '{}]'),
+            connection_id: connectionId,
+          },
+          413,
+          /greater than maximum allowed: 65536/,
+        ],
+      ];
+      for (const [what, parts, status, message] of cases) {
+        const response = await upload(server, parts);
+        assert.equal(response.statusCode, status, `${what}: ${response.body}`);
+        const body = response.json();
+        assert.deepEqual(Object.keys(body).sort(), ['error', 'errorCode', 'message', 'statusCode'], what);
+        assert.match(body.message, message, what);
+      }
+      assert.deepEqual(await leftovers(server), before);
+      const never = await server.request({ method: 'GET', url: '/api/v2/users-by-email?email=never@example.com' });
+      assert.deepEqual(never.json(), []);
+    });
+
+    it('refuses a NUL in a member, and refuses alone a record holding one', async () => {
+      const nul = await upload(server, {
+        users: file([{ email: 'x@example.com' }]),
+        connection_id: connectionId,
+        external_id: 'a\u0000b',
+      });
+      assert.equal(nul.statusCode, 400);
+      assert.match(nul.json().message, /NUL/);
+      const response = await upload(server, {
+        users: file([{ email: 'nul\u0000@example.com' }, { email: 'kept-beside-nul@example.com' }]),
+        connection_id: connectionId,
+      });
+      const job = (await finished(server, response.json().id)) as unknown as { status: string; summary: unknown };
+      assert.equal(job.status, 'completed');
+      assert.deepEqual(job.summary, { failed: 1, updated: 0, inserted: 1, total: 2 });
+    });
+
+    it('refuses a third job while two of the tenant are under way, before reading the upload', async () => {
+      const db = server.services.database.db;
+      const at = new Date().toISOString();
+      const held = new Date(Date.now() + 3_600_000).toISOString();
+      const ids = [
+        `job_pendingAAAAAAAA${kind === 'sqlite' ? 'S' : 'P'}`,
+        `job_pendingBBBBBBBB${kind === 'sqlite' ? 'S' : 'P'}`,
+      ];
+      const connection = { id: connectionId, name: DEFAULT };
+      const stored = { format: 'json' as const, bytes: 1, records: 1 };
+      await db
+        .insertInto('users_imports')
+        .values(
+          ids.map((id) => ({
+            ...pendingJob({ id, tenantId: server.tenant.id, connection, file: stored, fields: {}, at }),
+            // Leased by a worker that is not there: nobody runs them while the test looks.
+            claimed_until: held,
+            claims: 1,
+            started_at: at,
+          })),
+        )
+        .execute();
+      try {
+        const before = await leftovers(server);
+        const refused = await upload(server, {
+          users: file([{ email: 'third@example.com' }]),
+          connection_id: connectionId,
+        });
+        assert.equal(refused.statusCode, 429);
+        assert.match(refused.json().message, /already 2 pending users-import jobs/);
+        assert.deepEqual(await leftovers(server), before);
+      } finally {
+        await db.deleteFrom('users_imports').where('id', 'in', ids).execute();
+      }
+      const allowed = await upload(server, {
+        users: file([{ email: 'third@example.com' }]),
+        connection_id: connectionId,
+      });
+      assert.equal(allowed.statusCode, 201);
+      await finished(server, allowed.json().id);
+    });
+
+    it('counts uploads still being read against the limit: a third upload waits for none of them', async () => {
+      // Two uploads whose bodies stop midway, over real HTTPS: neither is a job yet.
+      const boundary = 'tenantry-held-upload';
+      const [host, port] = https.domain.split(':') as [string, string];
+      const open = () =>
+        new Promise<{ request: ClientRequest; answered: Promise<number> }>((resolve) => {
+          let settle: (status: number) => void = () => undefined;
+          const answered = new Promise<number>((r) => (settle = r));
+          const request = httpsRequest({
+            host,
+            port: Number(port),
+            method: 'POST',
+            path: '/api/v2/jobs/users-imports',
+            ca: https.caPem,
+            headers: {
+              authorization: `Bearer ${server.adminToken}`,
+              'content-type': `multipart/form-data; boundary=${boundary}`,
+              'transfer-encoding': 'chunked',
+            },
+          });
+          request.on('response', (response) => {
+            response.resume();
+            settle(response.statusCode ?? 0);
+          });
+          request.on('error', () => settle(0));
+          request.write(
+            `--${boundary}\r\nContent-Disposition: form-data; name="users"; filename="u.json"\r\n` +
+              `Content-Type: application/json\r\n\r\n[{"email":"held@example.com"}`,
+          );
+          resolve({ request, answered });
+        });
+      const held = [await open(), await open()];
+      try {
+        // Both have passed the check and are being read.
+        await eventually('both uploads under way', async () =>
+          server.services.usersImports.uploadsReading(server.tenant.id) === 2 ? true : undefined,
+        );
+        const refused = await upload(server, {
+          users: file([{ email: 'third@example.com' }]),
+          connection_id: connectionId,
+        });
+        assert.equal(refused.statusCode, 429);
+        assert.match(refused.json().message, /already 2 pending users-import jobs/);
+      } finally {
+        for (const { request } of held) request.destroy();
+      }
+      for (const { answered } of held) await answered;
+      // A client gone mid-body ends its request on the server too: it holds no place.
+      await eventually('the cut uploads ended', async () =>
+        server.services.usersImports.uploadsReading(server.tenant.id) === 0 ? true : undefined,
+      );
+      // Their places are given back once they end, refused or not.
+      const allowed = await eventually('room again', async () => {
+        const response = await upload(server, {
+          users: file([{ email: 'fourth@example.com' }]),
+          connection_id: connectionId,
+        });
+        return response.statusCode === 201 ? response : undefined;
+      });
+      await finished(server, allowed.json().id);
+    });
+
+    it('takes only multipart bodies, and no other route takes them', async () => {
+      const json = await server.request({
+        method: 'POST',
+        url: '/api/v2/jobs/users-imports',
+        payload: { users: '[]', connection_id: connectionId },
+      });
+      assert.equal(json.statusCode, 400);
+      assert.match(json.json().message, /multipart\/form-data/);
+      const { payload, contentType } = await multipart({ email: 'x@example.com', connection: DEFAULT, password: 'x' });
+      const users = await server.request({
+        method: 'POST',
+        url: '/api/v2/users',
+        payload,
+        headers: { 'content-type': contentType },
+      });
+      assert.equal(users.statusCode, 415);
+      const noBoundary = await server.request({
+        method: 'POST',
+        url: '/api/v2/jobs/users-imports',
+        payload: 'x',
+        headers: { 'content-type': 'multipart/form-data' },
+      });
+      assert.equal(noBoundary.statusCode, 400);
+      assert.match(noBoundary.json().message, /multipart body could not be read/);
+    });
+
+    it('needs a token with create:users to import, and hides other tenants’ jobs', async () => {
+      const parts = { users: file([{ email: 'ivy@example.com' }]), connection_id: connectionId };
+      assert.equal((await upload(server, parts, { token: null })).statusCode, 401);
+      const reader = await server.clientWithScopes(['read:users']);
+      const refused = await upload(server, parts, { token: reader.token });
+      assert.equal(refused.statusCode, 403);
+      assert.deepEqual(await leftovers(server).then((l) => l.chunks), 0);
+
+      const created = await upload(server, parts);
+      assert.equal(created.statusCode, 201);
+      const id = created.json().id as string;
+      await finished(server, id);
+      // read:users may read the job and its errors.
+      assert.equal(
+        (await server.request({ method: 'GET', url: `/api/v2/jobs/${id}`, token: reader.token })).statusCode,
+        200,
+      );
+      const other = await server.addTenant(`other-${kind}`, `other-${kind}.test`);
+      for (const url of [`/api/v2/jobs/${id}`, `/api/v2/jobs/${id}/errors`]) {
+        const response = await server.request({
+          method: 'GET',
+          url,
+          token: other.token,
+          headers: { host: `other-${kind}.test` },
+        });
+        assert.equal(response.statusCode, 404, url);
+        assert.equal(response.json().errorCode, 'inexistent_job');
+      }
+      // Another tenant's connection id is as unknown as one that never existed.
+      const otherConnection = await server.services.connections.byName(other.tenant.id, DEFAULT);
+      const foreign = await upload(server, {
+        users: file([{ email: 'x@example.com' }]),
+        connection_id: otherConnection!.id,
+      });
+      assert.equal(foreign.statusCode, 400);
+      assert.match(foreign.json().message, /connection does not exist/);
+    });
+  });
+}

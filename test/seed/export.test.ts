@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import YAML from 'yaml';
+import { createTenantry } from '../../src/index.ts';
+import type { Seed } from '../../src/seed/schema.ts';
+import { SECRET_PLACEHOLDER } from '../../src/seed/export.ts';
+import { runCli } from '../helpers/cli.ts';
+
+const SECRET = 'exported-admin-secret-0123456789abcdef';
+
+describe('tenantry seed export: a tenant as a seed, secrets only when asked', () => {
+  let dir: string;
+  let env: Record<string, string>;
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'seed-export-'));
+    env = { PATH: process.env.PATH ?? '', DATA_DIR: dir, LOG_LEVEL: 'silent' };
+    // A database kept in a directory, which the command then reads as a server's.
+    const t = await createTenantry({
+      database: dir,
+      https: false,
+      settings: { DELIVERY_ALLOW_HTTP: 'true' },
+      seed: {
+        tenants: [
+          {
+            id: 'default',
+            admin: { client_id: 'admin', client_secret: SECRET },
+            users: [{ email: 'jane@example.com', password: 'correct horse battery', user_metadata: { plan: 'pro' } }],
+            segments: [{ name: 'Europe', rules: [{ match: { country: ['FR'] } }] }],
+            captcha: {
+              active_provider_id: 'recaptcha_v2',
+              recaptcha_v2: { site_key: 'site-key-1', secret: 'the-real-captcha-secret' },
+            },
+            email_templates: [
+              {
+                template: 'verify_email',
+                subject: 'Welcome {{ user.email }}',
+                body: '<p>Verify: {{ url }}</p>',
+                enabled: true,
+              },
+            ],
+            custom_domains: [
+              { domain: 'login.example.com', type: 'svc_managed_certs', ready: true },
+              { domain: 'pending.example.com', type: 'self_managed_certs' },
+            ],
+            event_streams: [
+              {
+                name: 'hooks',
+                subscriptions: [{ event_type: 'user.created' }],
+                destination: {
+                  type: 'webhook',
+                  configuration: {
+                    webhook_endpoint: 'http://127.0.0.1:9/hooks',
+                    webhook_authorization: { method: 'bearer', token: 'the-real-webhook-token' },
+                  },
+                },
+              },
+            ],
+          },
+        ],
+      },
+    });
+    // A change after the seed: the export is of the current state.
+    await fetch(`${t.url}/api/v2/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await t.token()}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        connection: 'Username-Password-Authentication',
+        email: 'later@example.com',
+        password: 'correct horse battery',
+      }),
+    });
+    await t.close();
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('writes users, clients, segments and streams without any secret, and the result starts a server', async () => {
+    const run = await runCli(env, ['seed', 'export', '--tenant', 'default']);
+    assert.equal(run.code, 0, run.stderr);
+    assert.doesNotMatch(run.stdout, /scrypt\$|the-real-webhook-token|exported-admin-secret|the-real-captcha-secret/);
+    const seed = YAML.parse(run.stdout) as Seed;
+    const [tenant] = seed.tenants;
+    assert.deepEqual(tenant!.users!.map((u) => u.email).sort(), ['jane@example.com', 'later@example.com']);
+    assert.deepEqual(tenant!.users!.find((u) => u.email === 'jane@example.com')!.user_metadata, { plan: 'pro' });
+    assert.deepEqual(
+      tenant!.clients!.map((c) => c.client_id),
+      ['admin'],
+    );
+    assert.equal(tenant!.segments![0]!.name, 'Europe');
+    const stream = tenant!.event_streams![0]!;
+    assert.equal(
+      (stream.destination.configuration.webhook_authorization as { token: string }).token,
+      SECRET_PLACEHOLDER,
+    );
+
+    // CAPTCHA with its secret as the placeholder, the tenant's own template, its domains (ready kept where it can be).
+    assert.equal(tenant!.captcha!.active_provider_id, 'recaptcha_v2');
+    assert.deepEqual(tenant!.captcha!.recaptcha_v2, { site_key: 'site-key-1', secret: SECRET_PLACEHOLDER });
+    assert.deepEqual(
+      tenant!.email_templates!.map((t) => [t.template, t.subject]),
+      [['verify_email', 'Welcome {{ user.email }}']],
+    );
+    assert.deepEqual(tenant!.custom_domains, [
+      { domain: 'login.example.com', type: 'svc_managed_certs', tls_policy: 'recommended', ready: true },
+      { domain: 'pending.example.com', type: 'self_managed_certs' },
+    ]);
+
+    // Re-applied on a fresh server (on the server's own host), the users are there.
+    delete tenant!.domain;
+    const t = await createTenantry({ seed, https: false, settings: { DELIVERY_ALLOW_HTTP: 'true' } });
+    try {
+      const found = await fetch(`${t.url}/api/v2/users-by-email?email=later@example.com`, {
+        headers: { authorization: `Bearer ${await t.token()}` },
+      });
+      assert.equal(((await found.json()) as unknown[]).length, 1);
+      const domains = await fetch(`${t.url}/api/v2/custom-domains`, {
+        headers: { authorization: `Bearer ${await t.token()}` },
+      });
+      assert.deepEqual(
+        ((await domains.json()) as Array<{ domain: string; status: string }>).map((d) => [d.domain, d.status]).sort(),
+        [
+          ['login.example.com', 'ready'],
+          ['pending.example.com', 'pending_verification'],
+        ],
+      );
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('writes password hashes with --with-secrets, to an owner-only file', async () => {
+    const file = path.join(dir, 'export.yaml');
+    const run = await runCli(env, ['seed', 'export', '--tenant', 'default', '--with-secrets', '--file', file]);
+    assert.equal(run.code, 0, run.stderr);
+    const seed = YAML.parse(fs.readFileSync(file, 'utf8')) as Seed;
+    assert.match(seed.tenants[0]!.users![0]!.password_hash ?? '', /^scrypt\$/);
+    assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+  });
+
+  it('refuses an unknown tenant', async () => {
+    const run = await runCli(env, ['seed', 'export', '--tenant', 'nobody']);
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /no tenant "nobody"/);
+  });
+});
