@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import type { Server as TlsServer } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { bootstrap, type BootstrapResult } from './bootstrap.ts';
@@ -7,9 +8,14 @@ import type { LogDestination } from './logger.ts';
 import { listenMetrics, type MetricsServer } from './observability/metrics-server.ts';
 import { createServices, type Services } from './services.ts';
 
+type Pems = { cert: string | Buffer; key: string | Buffer };
+
 export interface StartOptions {
-  /** PEM certificate and key: HTTPS with them as the default certificate. */
-  https?: { cert: string | Buffer; key: string | Buffer };
+  /**
+   * PEM certificate and key: HTTPS with them as the default certificate. A promise is awaited after the
+   * services start, so that generating the keys and opening the database overlap.
+   */
+  https?: Pems | Promise<Pems>;
   /** Where JSON log lines go (stdout by default). */
   logStream?: LogDestination;
   /**
@@ -36,11 +42,18 @@ export interface RunningServer extends BootstrapResult {
 
 /** The one start-up sequence: services → app → (listen) → first state → baseline → listen → metrics. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const { https } = options;
+  // A certificate still being made must not end the process unhandled if the services fail first.
+  if (https instanceof Promise) https.catch(() => {});
   const services = await createServices(config, { logStream: options.logStream });
+  // An in-memory database starts empty: its first tenant's signing key is generated while the app builds.
+  if (config.sqliteMemory) services.signingKeys.prepare();
   let app: FastifyInstance | undefined;
   let metricsServer: MetricsServer | undefined;
   try {
-    app = await buildApp(services, { https: options.https });
+    // A certificate still being made is set on the listener before it listens: the app is built meanwhile.
+    app = await buildApp(services, { https: https instanceof Promise ? {} : https });
+    if (https instanceof Promise) (app.server as unknown as TlsServer).setSecureContext(await https);
     const listenFirst = options.domainForPort !== undefined;
     let port = config.port;
     if (listenFirst) port = await listen(app, config);

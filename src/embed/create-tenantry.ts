@@ -8,11 +8,11 @@ import { ALL_SCOPES } from '../modules/oauth/scopes.ts';
 import { applySeed } from '../seed/apply.ts';
 import { readSeedFile, validSeed } from '../seed/load.ts';
 import type { Seed } from '../seed/schema.ts';
-import type { Snapshot } from '../snapshots/service.ts';
+import type { Snapshot } from '../snapshots/snapshot.ts';
 import { startServer } from '../start.ts';
 import { developmentCertificate, trustInThisProcess } from './trust.ts';
 
-export type { Snapshot } from '../snapshots/service.ts';
+export type { Snapshot } from '../snapshots/snapshot.ts';
 export type { Seed, SeedClient, SeedTenant, SeedUser } from '../seed/schema.ts';
 
 export interface TenantryOptions {
@@ -117,12 +117,18 @@ export async function createTenantry(options: TenantryOptions = {}): Promise<Ten
     ...(t.domain ? [t.domain.replace(/:(\d+|\{port\})$/, '')] : []),
     ...(t.custom_domains ?? []).map((d) => d.domain),
   ]);
-  const tls = https ? developmentCertificate(seededHosts) : undefined;
-  if (tls && options.trustCertificate !== false) trustInThisProcess(tls.ca);
+  // The certificate's keys are generated while the server starts (services, migrations); it is awaited
+  // only where the listener needs it.
+  const certificate = https ? developmentCertificate(seededHosts) : undefined;
+  let tls: Awaited<typeof certificate>;
   let server;
   try {
     server = await startServer(config, {
-      https: tls,
+      https: certificate?.then((pems) => {
+        tls = pems;
+        if (options.trustCertificate !== false) trustInThisProcess(pems.ca);
+        return pems;
+      }),
       domainForPort: settings.TENANT_DOMAIN ? undefined : (port) => `localhost:${port}`,
       provision: (services, domain) => (seed ? applySeed(services, seed, domain) : bootstrap(services, domain)),
       baseline: true,

@@ -1,5 +1,8 @@
 import type { Database } from '../db/database.ts';
+import type { Snapshot } from './snapshot.ts';
 import { copyTables, replaceTables, type TableRows } from './store.ts';
+
+export type { Snapshot } from './snapshot.ts';
 
 /** A background worker that holds claims on rows: paused while the rows are replaced under it. */
 export interface PausableWorker {
@@ -8,10 +11,9 @@ export interface PausableWorker {
   resume(): void;
 }
 
-/** A saved state of the whole database; restore() returns to it, as often as wanted. */
-export class Snapshot {
+/** A Snapshot's contents: the rows, held here rather than in the database so a snapshot costs no schema or file. */
+class SavedState {
   readonly takenAt = new Date().toISOString();
-  /** @internal the rows; held here rather than in the database so a snapshot costs no schema or file. */
   constructor(readonly rows: TableRows) {}
 }
 
@@ -34,16 +36,17 @@ export class SnapshotService {
   ) {}
 
   snapshot(): Promise<Snapshot> {
-    return this.serially(async () => new Snapshot(await copyTables(this.database)));
+    return this.serially(async () => new SavedState(await copyTables(this.database)) as unknown as Snapshot);
   }
 
   async restore(snapshot: Snapshot): Promise<void> {
-    if (!(snapshot instanceof Snapshot)) throw new TypeError('restore() takes a value snapshot() returned');
+    const state: unknown = snapshot;
+    if (!(state instanceof SavedState)) throw new TypeError('restore() takes a value snapshot() returned');
     await this.serially(async () => {
       const workers = this.workers().filter((w) => w !== undefined);
       await Promise.all(workers.map((w) => w.pause()));
       try {
-        await replaceTables(this.database, snapshot.rows);
+        await replaceTables(this.database, state.rows);
       } finally {
         await this.forget();
         for (const worker of workers) worker.resume();

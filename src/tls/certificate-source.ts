@@ -1,8 +1,6 @@
-import { generateKeyPair } from 'node:crypto';
-import { promisify } from 'node:util';
 import type { Config } from '../config.ts';
 import { ConfigError } from '../config.ts';
-import { issueServerCertificate, loadCertificateAuthorityFiles, type PemPair } from './dev-ca.ts';
+import { generateRsaKeyPem, issueServerCertificate, loadCertificateAuthorityFiles, type PemPair } from './dev-ca.ts';
 
 /** A certificate as a source hands it over. */
 export interface IssuedCertificate {
@@ -29,8 +27,6 @@ export interface CertificateSource {
   issue(hostname: string): Promise<IssuedCertificate>;
 }
 
-const generateRsaKey = promisify(generateKeyPair);
-
 /** Short-lived like ACME certificates, so renewal runs routinely rather than once in years. */
 const DEV_CA_CERTIFICATE_DAYS = 90;
 
@@ -44,13 +40,8 @@ export class DevCaCertificateSource implements CertificateSource {
   ) {}
 
   async issue(hostname: string): Promise<IssuedCertificate> {
-    // Generated off the event loop: an RSA key takes long enough to stall every request meanwhile.
-    const { privateKey } = await generateRsaKey('rsa', {
-      modulusLength: 2048,
-      publicKeyEncoding: { type: 'spki', format: 'pem' },
-      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-    });
-    const leaf = issueServerCertificate(this.ca, [hostname], { days: this.days, privateKeyPem: privateKey });
+    const privateKeyPem = await generateRsaKeyPem();
+    const leaf = issueServerCertificate(this.ca, [hostname], { days: this.days, privateKeyPem });
     return { certificate: leaf.cert, privateKey: leaf.key };
   }
 }

@@ -1,4 +1,5 @@
-import { X509Certificate, createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { X509Certificate, createPrivateKey, generateKeyPair, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
 import fs from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
@@ -39,14 +40,25 @@ interface ForgeKeyPair {
   publicKey: Forge.pki.rsa.PublicKey;
 }
 
+const RSA_KEY_OPTIONS = {
+  modulusLength: 2048,
+  publicKeyEncoding: { type: 'spki', format: 'pem' },
+  privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+} as const;
+
 // forge's pure-JS prime search takes seconds per key; OpenSSL takes milliseconds.
 function generateRsaKeyPair(): ForgeKeyPair {
-  const { privateKey } = generateKeyPairSync('rsa', {
-    modulusLength: 2048,
-    publicKeyEncoding: { type: 'spki', format: 'pem' },
-    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-  });
-  return rsaKeyPairFromPem(privateKey);
+  return rsaKeyPairFromPem(generateKeyPairSync('rsa', RSA_KEY_OPTIONS).privateKey);
+}
+
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+/**
+ * An RSA private key in PKCS#8 PEM, generated on the thread pool: a key takes 50–500 ms, long enough to
+ * stall every request meanwhile, and several can be generated at once.
+ */
+export async function generateRsaKeyPem(): Promise<string> {
+  return (await generateKeyPairAsync('rsa', RSA_KEY_OPTIONS)).privateKey;
 }
 
 // DER INTEGERs are signed and must be minimally encoded: forcing the top byte into
@@ -65,10 +77,13 @@ function positiveDays(value: number | undefined, fallback: number, name: string)
   return days;
 }
 
-export function createCertificateAuthority(opts: { commonName?: string; days?: number } = {}): PemPair {
+/** `privateKeyPem`: an RSA key generated beforehand (asynchronously), instead of a blocking generation here. */
+export function createCertificateAuthority(
+  opts: { commonName?: string; days?: number; privateKeyPem?: string } = {},
+): PemPair {
   const commonName = opts.commonName ?? DEFAULT_CA_COMMON_NAME;
   const days = positiveDays(opts.days, DEFAULT_CA_DAYS, 'days');
-  const keys = generateRsaKeyPair();
+  const keys = opts.privateKeyPem === undefined ? generateRsaKeyPair() : rsaKeyPairFromPem(opts.privateKeyPem);
 
   const cert = forge().pki.createCertificate();
   cert.publicKey = keys.publicKey;

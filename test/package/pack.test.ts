@@ -191,7 +191,6 @@ describe('the npm package: packed, installed into another project, used without 
           moduleResolution: 'NodeNext',
           strict: true,
           noEmit: true,
-          skipLibCheck: true,
           types: [],
         },
         files: ['types.ts'],

@@ -26,7 +26,7 @@ export function withoutNul(validate: ValidateFunction): ValidateFunction {
     ];
     return false;
   } as ValidateFunction;
-  wrapped = Object.assign(check, { schema: validate.schema, schemaEnv: validate.schemaEnv });
+  wrapped = Object.assign(check, { schema: validate.schema });
   withoutNulCache.set(validate, wrapped);
   return wrapped;
 }
