@@ -503,3 +503,54 @@ describe('tenantry serve --seed, in memory, with the development endpoints', () 
     }
   });
 });
+
+describe('tenantry serve without --seed: the seed file of the working directory', () => {
+  let dir: string;
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'seed-detect-'));
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('applies tenantry.seed.json found in the directory it runs in', async () => {
+    const detected: Seed = {
+      tenants: [
+        {
+          id: 'default',
+          admin: { client_id: 'detected-admin', client_secret: 'detected-admin-secret-0123456789abcdef' },
+          users: [{ email: 'found@example.com', password: 'correct horse battery', user_metadata: { from: 'cwd' } }],
+        },
+      ],
+    };
+    fs.writeFileSync(path.join(dir, 'tenantry.seed.json'), JSON.stringify(detected));
+    const server = await startServerProcess(
+      { kind: 'sqlite', dataDir: path.join(dir, 'data'), databaseUrl: undefined, drop: async () => undefined },
+      { SQLITE_MEMORY: 'true', ENCRYPTION_KEY: '' },
+      { cwd: dir, readyWithinMs: 30_000 },
+    );
+    try {
+      const response = await fetch(`${server.base}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          grant_type: 'client_credentials',
+          client_id: 'detected-admin',
+          client_secret: 'detected-admin-secret-0123456789abcdef',
+          audience: 'https://process.test/api/v2/',
+        }),
+      });
+      assert.equal(response.status, 200, await response.clone().text());
+      const { access_token: token } = (await response.json()) as { access_token: string };
+      const found = await fetch(`${server.base}/api/v2/users-by-email?email=found@example.com`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(found.status, 200);
+      const users = (await found.json()) as Array<{ user_metadata: unknown }>;
+      assert.deepEqual(
+        users.map((u) => u.user_metadata),
+        [{ from: 'cwd' }],
+      );
+    } finally {
+      await server.stop();
+    }
+  });
+});
