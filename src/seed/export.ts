@@ -65,7 +65,8 @@ export async function exportSeed(
       streams.push({
         name: s.name,
         status: s.status,
-        subscriptions: s.subscriptions,
+        // A stream created without subscriptions has none, which a seed says by leaving them out.
+        ...(s.subscriptions.length > 0 ? { subscriptions: s.subscriptions } : {}),
         destination: withSecret(s.destination, secret(await all.authorizationSecret(tenant.id, s.id))),
         ...(signing === undefined ? {} : { signing_secret: secret(signing) }),
       });

@@ -59,6 +59,16 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
                 },
                 signing_secret: SIGNING_SECRET,
               },
+              {
+                name: 'quiet',
+                destination: {
+                  type: 'webhook',
+                  configuration: {
+                    webhook_endpoint: 'http://127.0.0.1:9/quiet',
+                    webhook_authorization: { method: 'basic', username: 'hook', password: 'the-real-basic-password' },
+                  },
+                },
+              },
             ],
           },
           { id: 'acme', domain: 'acme.localhost:{port}' },
@@ -85,7 +95,7 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
     assert.equal(run.code, 0, run.stderr);
     assert.doesNotMatch(
       run.stdout,
-      /scrypt\$|the-real-webhook-token|exported-admin-secret|the-real-captcha-secret|whsec_/,
+      /scrypt\$|the-real-webhook-token|exported-admin-secret|the-real-captcha-secret|the-real-basic-password|whsec_/,
     );
     const seed = YAML.parse(run.stdout) as Seed;
     const [tenant] = seed.tenants;
@@ -98,7 +108,7 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
       ['admin'],
     );
     assert.equal(tenant!.segments![0]!.name, 'Europe');
-    const stream = tenant!.event_streams![0]!;
+    const stream = tenant!.event_streams!.find((s) => s.name === 'hooks')!;
     assert.equal(
       (stream.destination.configuration.webhook_authorization as { token: string }).token,
       SECRET_PLACEHOLDER,
@@ -117,10 +127,11 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
       { domain: 'pending.example.com', type: 'self_managed_certs' },
     ]);
 
-    // A placeholder is never used as a secret: the start fails, naming the member to fill in.
+    // A placeholder is never used as a secret: the start fails, naming the member to fill in (the first
+    // stream in id order, either one).
     await assert.rejects(
       createTenantry({ seed, https: false, settings: { DELIVERY_ALLOW_HTTP: 'true' } }),
-      /tenants\[0\]\.event_streams\[0\]\.destination\.configuration\.webhook_authorization\.token: still the placeholder/,
+      /tenants\[0\]\.event_streams\[0\]\.destination\.configuration\.webhook_authorization\.(token|password): still the placeholder/,
     );
     const streamless = structuredClone(seed);
     delete streamless.tenants[0]!.event_streams;
@@ -139,12 +150,20 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
     const [tenant] = seed.tenants;
     assert.match(tenant!.users![0]!.password_hash ?? '', /^scrypt\$/);
     assert.equal(tenant!.domain, undefined);
-    const stream = tenant!.event_streams![0]!;
+    const stream = tenant!.event_streams!.find((s) => s.name === 'hooks')!;
     assert.deepEqual(stream.destination.configuration.webhook_authorization, {
       method: 'bearer',
       token: 'the-real-webhook-token',
     });
     assert.equal(stream.signing_secret, SIGNING_SECRET);
+    // A stream without subscriptions or signing secret is written without them.
+    const quiet = tenant!.event_streams!.find((s) => s.name === 'quiet')!;
+    assert.deepEqual(quiet.destination.configuration.webhook_authorization, {
+      method: 'basic',
+      username: 'hook',
+      password: 'the-real-basic-password',
+    });
+    assert.equal('subscriptions' in quiet || 'signing_secret' in quiet, false);
     assert.deepEqual(tenant!.captcha!.recaptcha_v2, { site_key: 'site-key-1', secret: 'the-real-captcha-secret' });
     assert.doesNotMatch(fs.readFileSync(file, 'utf8'), new RegExp(SECRET_PLACEHOLDER));
 
@@ -165,9 +184,10 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
         ],
       );
       const { eventStreams } = (await (await fetch(`${t.url}/api/v2/event-streams`, { headers })).json()) as {
-        eventStreams: Array<{ id: string }>;
+        eventStreams: Array<{ id: string; name: string }>;
       };
-      const signing = await fetch(`${t.url}/api/v2/event-streams/${eventStreams[0]!.id}/signing-secrets`, { headers });
+      const signed = eventStreams.find((s) => s.name === 'hooks')!;
+      const signing = await fetch(`${t.url}/api/v2/event-streams/${signed.id}/signing-secrets`, { headers });
       assert.equal(((await signing.json()) as { signing_secrets: unknown[] }).signing_secrets.length, 1);
     } finally {
       await t.close();
