@@ -22,8 +22,9 @@ Commands:
                                               .yml or .json in the working directory) makes the first state
   seed init [--file FILE]                     Write a commented starter seed (tenantry.seed.yaml)
   seed export --tenant ID [--with-secrets] [--file FILE]
-                                              A tenant's current state as a seed (password hashes
-                                              only with --with-secrets; client secrets never)
+                                              A tenant's current state as a seed (password hashes,
+                                              webhook, signing and CAPTCHA secrets only with
+                                              --with-secrets; client secrets never)
   tenants create --id ID --domain DOMAIN      Create a tenant with its signing key and database connection
   tenants list
   clients create --tenant ID --name NAME (--scopes a,b | --all-scopes)

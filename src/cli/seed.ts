@@ -56,6 +56,8 @@ tenants:
     #       configuration:
     #         webhook_endpoint: https://hooks.example.com/tenantry
     #         webhook_authorization: { method: bearer, token: webhook-token }
+    #     # Optional: the Standard Webhooks secret signing its deliveries (whsec_ and a 24-64 byte base64 key).
+    #     signing_secret: whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
     # email_templates:
     #   - template: verify_email
     #     enabled: true
@@ -85,7 +87,7 @@ export async function seedCommand([sub, ...args]: string[]): Promise<void> {
         seedYaml(await exportSeed(services, tenantId, { withSecrets }), { withSecrets }),
       );
       const file = flags.string('file');
-      // Password hashes are secrets: a file holding them is the owner's only.
+      // Password hashes and webhook secrets are secrets: a file holding them is the owner's only.
       if (file !== undefined) fs.writeFileSync(path.resolve(file), text, { mode: withSecrets ? 0o600 : 0o644 });
       else process.stdout.write(text);
       return;

@@ -74,8 +74,13 @@ async function fill(services: Services, tenant: Tenant, declared: SeedTenant, wh
     const captcha = declared.captcha;
     await member(`${where}.captcha`, () => services.captcha.update(tenant.id, captcha));
   }
-  for (const [i, stream] of (declared.event_streams ?? []).entries())
-    await member(`${where}.event_streams[${i}]`, () => services.eventStreams.streams.create(tenant.id, stream));
+  for (const [i, { signing_secret: signingSecret, ...stream }] of (declared.event_streams ?? []).entries()) {
+    await member(`${where}.event_streams[${i}]`, async () => {
+      const created = await services.eventStreams.streams.create(tenant.id, stream);
+      if (signingSecret !== undefined)
+        await services.eventStreams.signingSecrets.set(tenant.id, created.id, signingSecret);
+    });
+  }
   for (const [i, { ready, ...body }] of (declared.custom_domains ?? []).entries()) {
     await member(`${where}.custom_domains[${i}]`, async () => {
       // A self-managed domain made ready here would need its proxy's cname-api-key, which only a verify call hands out.

@@ -4,6 +4,7 @@ import type { ErrorObject } from 'ajv';
 import type YAMLModule from 'yaml';
 import { lazyModule } from '../lazy-module.ts';
 import { validatorCompiler } from '../http/validation.ts';
+import { signingSecretProblem } from '../modules/event-streams/signing-secret-rotation.ts';
 import { Seed } from './schema.ts';
 
 /** Loaded by the first YAML seed read or written. */
@@ -11,6 +12,12 @@ const yaml = lazyModule<typeof YAMLModule>('yaml');
 
 /** A seed that cannot be used; the message names the file and the member. */
 export class SeedError extends Error {}
+
+/**
+ * What `tenantry seed export` writes in place of a secret it leaves out (webhook, CAPTCHA and signing
+ * secrets, without --with-secrets): a seed still holding it is refused, naming the member to fill in.
+ */
+export const SECRET_PLACEHOLDER = 'REPLACE-ME: secrets are not exported';
 
 /** The names looked for in the working directory when no seed is named. */
 export const SEED_FILE_NAMES = ['tenantry.seed.yaml', 'tenantry.seed.yml', 'tenantry.seed.json'];
@@ -39,8 +46,19 @@ export function readSeedFile(file: string): Seed {
   return validSeed(parsed, file);
 }
 
-/** `seed` checked against the schema, and for what a schema cannot say; SeedError names the bad member. */
-export function validSeed(seed: unknown, where = 'seed'): Seed {
+/**
+ * `seed` checked against the schema, and for what a schema cannot say; SeedError names the bad member.
+ * A secret left as SECRET_PLACEHOLDER is refused unless `placeholders` (the export's own check).
+ */
+export function validSeed(seed: unknown, where = 'seed', options: { placeholders?: boolean } = {}): Seed {
+  if (!options.placeholders) {
+    const placeholder = placeholderPath(seed);
+    if (placeholder !== undefined)
+      throw new SeedError(
+        `${where}: ${placeholder}: still the placeholder "${SECRET_PLACEHOLDER}" of an export without --with-secrets: ` +
+          'put the real secret there (or export with --with-secrets)',
+      );
+  }
   const validate = validatorCompiler({ schema: Seed });
   if (!validate(seed)) throw new SeedError(`${where}: ${describe(validate.errors?.[0])}`);
   const valid = seed as Seed;
@@ -51,8 +69,26 @@ export function validSeed(seed: unknown, where = 'seed'): Seed {
     ids.add(tenant.id);
     if (tenant.domain === undefined && ++hostless > 1)
       throw new SeedError(`${where}: tenants[${index}].domain: only one tenant may be served on the server's own host`);
+    for (const [i, stream] of (tenant.event_streams ?? []).entries()) {
+      const secret = stream.signing_secret;
+      const unchecked = secret === undefined || (options.placeholders && secret === SECRET_PLACEHOLDER);
+      const problem = unchecked ? undefined : signingSecretProblem(secret);
+      if (problem !== undefined)
+        throw new SeedError(`${where}: tenants[${index}].event_streams[${i}].signing_secret: ${problem}`);
+    }
   }
   return valid;
+}
+
+/** The member (`tenants[0].captcha.hcaptcha.secret`) of the first string that is SECRET_PLACEHOLDER, if any. */
+function placeholderPath(value: unknown, at = ''): string | undefined {
+  if (value === SECRET_PLACEHOLDER) return at || '(root)';
+  if (typeof value !== 'object' || value === null) return undefined;
+  for (const [key, child] of Object.entries(value)) {
+    const found = placeholderPath(child, Array.isArray(value) ? `${at}[${key}]` : at ? `${at}.${key}` : key);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /** `/tenants/0/users/2/email` → `tenants[0].users[2].email`, with Ajv's reason. */

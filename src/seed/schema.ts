@@ -37,6 +37,20 @@ const SeedCustomDomain = Type.Object(
 );
 export type SeedCustomDomain = Static<typeof SeedCustomDomain>;
 
+/**
+ * An event stream as POST /event-streams takes it, plus the Standard Webhooks secret signing its
+ * deliveries (a Tenantry extension; without it the stream is unsigned, as a stream the API creates).
+ * Its form (whsec_ and a 24 to 64 byte key) is checked by validSeed, which names the member.
+ */
+const SeedEventStream = Type.Object(
+  {
+    ...CreateStreamBody.properties,
+    signing_secret: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  },
+  { additionalProperties: false },
+);
+export type SeedEventStream = Static<typeof SeedEventStream>;
+
 const SeedTenant = Type.Object(
   {
     id: Type.String({ pattern: TENANT_ID_PATTERN.source }),
@@ -61,7 +75,7 @@ const SeedTenant = Type.Object(
     users: Type.Optional(Type.Array(SeedUser)),
     segments: Type.Optional(Type.Array(CreateSegmentBody)),
     captcha: Type.Optional(UpdateCaptchaBody),
-    event_streams: Type.Optional(Type.Array(CreateStreamBody)),
+    event_streams: Type.Optional(Type.Array(SeedEventStream)),
     email_templates: Type.Optional(Type.Array(CreateEmailTemplateBody)),
     custom_domains: Type.Optional(Type.Array(SeedCustomDomain)),
   },

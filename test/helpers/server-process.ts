@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import net from 'node:net';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { TestDatabase } from './databases.ts';
 
@@ -44,13 +45,21 @@ export async function freePort(): Promise<number> {
 export async function startServerProcess(
   database: TestDatabase,
   env: Record<string, string> = {},
-  options: { stderr?: 'inherit' | 'collect'; logs?: 'warnings'; readyWithinMs?: number; args?: string[] } = {},
+  options: {
+    stderr?: 'inherit' | 'collect';
+    logs?: 'warnings';
+    readyWithinMs?: number;
+    args?: string[];
+    /** The working directory of the server (where it looks for a seed file); default: this process's. */
+    cwd?: string;
+  } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const child: ChildProcessByStdio<null, Readable, Readable | null> = spawn(
     process.execPath,
-    ['bin/tenantry.mjs', 'serve', ...(options.args ?? [])],
+    [path.resolve('bin/tenantry.mjs'), 'serve', ...(options.args ?? [])],
     {
+      cwd: options.cwd,
       env: {
         ...process.env,
         PORT: String(port),

@@ -1,3 +1,4 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -103,4 +104,23 @@ export async function waitUntil(
     if (Date.now() > deadline) throw new Error(`timed out: ${describe()}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/**
+ * A receiver's check, written from the Standard Webhooks specification alone: HMAC-SHA256 keyed by
+ * the base64 part of `whsec_…`, over `${webhook-id}.${webhook-timestamp}.${raw body}`, compared with
+ * each space-separated `v1,<base64>` entry of webhook-signature.
+ */
+export function verifies(headers: http.IncomingHttpHeaders, body: string, secret: string): boolean {
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const expected = createHmac('sha256', key)
+    .update(`${headers['webhook-id']}.${headers['webhook-timestamp']}.${body}`, 'utf8')
+    .digest();
+  return String(headers['webhook-signature'] ?? '')
+    .split(' ')
+    .some((entry) => {
+      const [version, signature = ''] = entry.split(',');
+      const given = Buffer.from(signature, 'base64');
+      return version === 'v1' && given.length === expected.length && timingSafeEqual(given, expected);
+    });
 }

@@ -10,6 +10,7 @@ import { SECRET_PLACEHOLDER } from '../../src/seed/export.ts';
 import { runCli } from '../helpers/cli.ts';
 
 const SECRET = 'exported-admin-secret-0123456789abcdef';
+const SIGNING_SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 
 describe('tenantry seed export: a tenant as a seed, secrets only when asked', () => {
   let dir: string;
@@ -56,9 +57,22 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
                     webhook_authorization: { method: 'bearer', token: 'the-real-webhook-token' },
                   },
                 },
+                signing_secret: SIGNING_SECRET,
+              },
+              {
+                name: 'quiet',
+                destination: {
+                  type: 'webhook',
+                  configuration: {
+                    webhook_endpoint: 'http://127.0.0.1:9/quiet',
+                    webhook_authorization: { method: 'basic', username: 'hook', password: 'the-real-basic-password' },
+                  },
+                },
               },
             ],
           },
+          { id: 'acme', domain: 'acme.localhost:{port}' },
+          { id: 'fixed', domain: 'fixed.example.test' },
         ],
       },
     });
@@ -76,12 +90,17 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
   });
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('writes users, clients, segments and streams without any secret, and the result starts a server', async () => {
+  it('writes users, clients, segments and streams without any secret; a start refuses its placeholders', async () => {
     const run = await runCli(env, ['seed', 'export', '--tenant', 'default']);
     assert.equal(run.code, 0, run.stderr);
-    assert.doesNotMatch(run.stdout, /scrypt\$|the-real-webhook-token|exported-admin-secret|the-real-captcha-secret/);
+    assert.doesNotMatch(
+      run.stdout,
+      /scrypt\$|the-real-webhook-token|exported-admin-secret|the-real-captcha-secret|the-real-basic-password|whsec_/,
+    );
     const seed = YAML.parse(run.stdout) as Seed;
     const [tenant] = seed.tenants;
+    // The server's own host (localhost:<its port>) is left out: re-seeded, the tenant follows the new port.
+    assert.equal(tenant!.domain, undefined);
     assert.deepEqual(tenant!.users!.map((u) => u.email).sort(), ['jane@example.com', 'later@example.com']);
     assert.deepEqual(tenant!.users!.find((u) => u.email === 'jane@example.com')!.user_metadata, { plan: 'pro' });
     assert.deepEqual(
@@ -89,11 +108,12 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
       ['admin'],
     );
     assert.equal(tenant!.segments![0]!.name, 'Europe');
-    const stream = tenant!.event_streams![0]!;
+    const stream = tenant!.event_streams!.find((s) => s.name === 'hooks')!;
     assert.equal(
       (stream.destination.configuration.webhook_authorization as { token: string }).token,
       SECRET_PLACEHOLDER,
     );
+    assert.equal(stream.signing_secret, SECRET_PLACEHOLDER);
 
     // CAPTCHA with its secret as the placeholder, the tenant's own template, its domains (ready kept where it can be).
     assert.equal(tenant!.captcha!.active_provider_id, 'recaptcha_v2');
@@ -107,17 +127,55 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
       { domain: 'pending.example.com', type: 'self_managed_certs' },
     ]);
 
-    // Re-applied on a fresh server (on the server's own host), the users are there.
-    delete tenant!.domain;
-    const t = await createTenantry({ seed, https: false, settings: { DELIVERY_ALLOW_HTTP: 'true' } });
+    // A placeholder is never used as a secret: the start fails, naming the member to fill in (the first
+    // stream in id order, either one).
+    await assert.rejects(
+      createTenantry({ seed, https: false, settings: { DELIVERY_ALLOW_HTTP: 'true' } }),
+      /tenants\[0\]\.event_streams\[0\]\.destination\.configuration\.webhook_authorization\.(token|password): still the placeholder/,
+    );
+    const streamless = structuredClone(seed);
+    delete streamless.tenants[0]!.event_streams;
+    await assert.rejects(
+      createTenantry({ seed: streamless, https: false }),
+      /tenants\[0\]\.captcha\.recaptcha_v2\.secret: still the placeholder/,
+    );
+  });
+
+  it('writes password hashes and the webhook, signing and CAPTCHA secrets with --with-secrets, to an owner-only file; the file starts a server as it is', async () => {
+    const file = path.join(dir, 'export.yaml');
+    const run = await runCli(env, ['seed', 'export', '--tenant', 'default', '--with-secrets', '--file', file]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+    const seed = YAML.parse(fs.readFileSync(file, 'utf8')) as Seed;
+    const [tenant] = seed.tenants;
+    assert.match(tenant!.users![0]!.password_hash ?? '', /^scrypt\$/);
+    assert.equal(tenant!.domain, undefined);
+    const stream = tenant!.event_streams!.find((s) => s.name === 'hooks')!;
+    assert.deepEqual(stream.destination.configuration.webhook_authorization, {
+      method: 'bearer',
+      token: 'the-real-webhook-token',
+    });
+    assert.equal(stream.signing_secret, SIGNING_SECRET);
+    // A stream without subscriptions or signing secret is written without them.
+    const quiet = tenant!.event_streams!.find((s) => s.name === 'quiet')!;
+    assert.deepEqual(quiet.destination.configuration.webhook_authorization, {
+      method: 'basic',
+      username: 'hook',
+      password: 'the-real-basic-password',
+    });
+    assert.equal('subscriptions' in quiet || 'signing_secret' in quiet, false);
+    assert.deepEqual(tenant!.captcha!.recaptcha_v2, { site_key: 'site-key-1', secret: 'the-real-captcha-secret' });
+    assert.doesNotMatch(fs.readFileSync(file, 'utf8'), new RegExp(SECRET_PLACEHOLDER));
+
+    // Re-applied, unedited, on a fresh server: it serves on its own URL (a new port), with the exported state.
+    const t = await createTenantry({ seed: file, https: false, settings: { DELIVERY_ALLOW_HTTP: 'true' } });
     try {
-      const found = await fetch(`${t.url}/api/v2/users-by-email?email=later@example.com`, {
-        headers: { authorization: `Bearer ${await t.token()}` },
-      });
+      assert.equal(t.url, `http://localhost:${t.domain.split(':')[1]}`);
+      const headers = { authorization: `Bearer ${await t.token()}` };
+      const found = await fetch(`${t.url}/api/v2/users-by-email?email=later@example.com`, { headers });
+      assert.equal(found.status, 200);
       assert.equal(((await found.json()) as unknown[]).length, 1);
-      const domains = await fetch(`${t.url}/api/v2/custom-domains`, {
-        headers: { authorization: `Bearer ${await t.token()}` },
-      });
+      const domains = await fetch(`${t.url}/api/v2/custom-domains`, { headers });
       assert.deepEqual(
         ((await domains.json()) as Array<{ domain: string; status: string }>).map((d) => [d.domain, d.status]).sort(),
         [
@@ -125,18 +183,24 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
           ['pending.example.com', 'pending_verification'],
         ],
       );
+      const { eventStreams } = (await (await fetch(`${t.url}/api/v2/event-streams`, { headers })).json()) as {
+        eventStreams: Array<{ id: string; name: string }>;
+      };
+      const signed = eventStreams.find((s) => s.name === 'hooks')!;
+      const signing = await fetch(`${t.url}/api/v2/event-streams/${signed.id}/signing-secrets`, { headers });
+      assert.equal(((await signing.json()) as { signing_secrets: unknown[] }).signing_secrets.length, 1);
     } finally {
       await t.close();
     }
   });
 
-  it('writes password hashes with --with-secrets, to an owner-only file', async () => {
-    const file = path.join(dir, 'export.yaml');
-    const run = await runCli(env, ['seed', 'export', '--tenant', 'default', '--with-secrets', '--file', file]);
-    assert.equal(run.code, 0, run.stderr);
-    const seed = YAML.parse(fs.readFileSync(file, 'utf8')) as Seed;
-    assert.match(seed.tenants[0]!.users![0]!.password_hash ?? '', /^scrypt\$/);
-    assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+  it("writes another domain on the server's port with {port}, and any other domain as it is", async () => {
+    const acme = await runCli(env, ['seed', 'export', '--tenant', 'acme']);
+    assert.equal(acme.code, 0, acme.stderr);
+    assert.equal((YAML.parse(acme.stdout) as Seed).tenants[0]!.domain, 'acme.localhost:{port}');
+    const fixed = await runCli(env, ['seed', 'export', '--tenant', 'fixed']);
+    assert.equal(fixed.code, 0, fixed.stderr);
+    assert.equal((YAML.parse(fixed.stdout) as Seed).tenants[0]!.domain, 'fixed.example.test');
   });
 
   it('refuses an unknown tenant', async () => {

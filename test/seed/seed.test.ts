@@ -10,6 +10,7 @@ import type { Seed } from '../../src/seed/schema.ts';
 import { STARTER_SEED } from '../../src/cli/seed.ts';
 import { runCli } from '../helpers/cli.ts';
 import { startServerProcess } from '../helpers/server-process.ts';
+import { startWebhookReceiver, verifies } from '../helpers/webhook-receiver.ts';
 
 const ADMIN = { client_id: 'seeded-admin', client_secret: 'seeded-admin-secret-0123456789abcdefghij' };
 const READER = { client_id: 'reader', client_secret: 'reader-secret-0123456789abcdefghijklmnop' };
@@ -227,6 +228,111 @@ describe('seeds: tenants, clients, users and event streams declared up front', (
   });
 });
 
+describe("a seeded stream's signing secret", () => {
+  const SIGNING_SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
+
+  it('signs deliveries with the seeded secret, again after a rotation and reset()', async () => {
+    const receiver = await startWebhookReceiver();
+    const t = await createTenantry({
+      https: false,
+      settings: { DELIVERY_ALLOW_HTTP: 'true', DELIVERY_POLL_MS: '20' },
+      seed: {
+        tenants: [
+          {
+            id: 'default',
+            event_streams: [
+              {
+                name: 'signed',
+                subscriptions: [{ event_type: 'user.created' }],
+                destination: {
+                  type: 'webhook',
+                  configuration: {
+                    webhook_endpoint: receiver.url,
+                    webhook_authorization: { method: 'bearer', token: 'signed-webhook-token' },
+                  },
+                },
+                signing_secret: SIGNING_SECRET,
+              },
+            ],
+          },
+        ],
+      },
+    });
+    try {
+      const headers = { authorization: `Bearer ${await t.token()}`, 'content-type': 'application/json' };
+      const createUser = (email: string) =>
+        fetch(`${t.url}/api/v2/users`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({
+            connection: 'Username-Password-Authentication',
+            email,
+            password: 'correct horse battery',
+            verify_email: false,
+          }),
+        });
+      const { eventStreams } = (await (await fetch(`${t.url}/api/v2/event-streams`, { headers })).json()) as {
+        eventStreams: Array<{ id: string }>;
+      };
+      // Rotated away (no overlap): deliveries are signed with the new secret only…
+      const rotated = await fetch(`${t.url}/api/v2/event-streams/${eventStreams[0]!.id}/signing-secrets`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ overlap_seconds: 0 }),
+      });
+      assert.equal(rotated.status, 201);
+      const fresh = ((await rotated.json()) as { secret: string }).secret;
+      assert.equal((await createUser('before-reset@example.com')).status, 201);
+      const [first] = await receiver.waitFor((requests) => requests.length === 1);
+      assert.ok(verifies(first!.headers, first!.body, fresh));
+      assert.ok(!verifies(first!.headers, first!.body, SIGNING_SECRET));
+
+      // …and reset() brings the seeded one back, as a receiver configured with it expects.
+      await t.reset();
+      assert.equal((await createUser('after-reset@example.com')).status, 201);
+      const requests = await receiver.waitFor((all) => all.length === 2);
+      const delivered = requests[1]!;
+      assert.equal(delivered.headers.authorization, 'Bearer signed-webhook-token');
+      assert.equal(delivered.json().data.object.email, 'after-reset@example.com');
+      assert.ok(verifies(delivered.headers, delivered.body, SIGNING_SECRET));
+      assert.ok(!verifies(delivered.headers, delivered.body, fresh));
+    } finally {
+      await t.close();
+      await receiver.close();
+    }
+  });
+
+  it('refuses a signing secret Standard Webhooks libraries would not take, naming it', async () => {
+    const stream = (signing_secret: string) => ({
+      tenants: [
+        {
+          id: 'default',
+          event_streams: [
+            {
+              name: 'signed',
+              destination: {
+                type: 'webhook' as const,
+                configuration: {
+                  webhook_endpoint: 'https://hooks.example.com/x',
+                  webhook_authorization: { method: 'bearer' as const, token: 'x' },
+                },
+              },
+              signing_secret,
+            },
+          ],
+        },
+      ],
+    });
+    for (const bad of ['not-whsec', `whsec_${Buffer.alloc(8).toString('base64')}`, 'whsec_%%%%']) {
+      await assert.rejects(
+        createTenantry({ seed: stream(bad) }),
+        /tenants\[0\]\.event_streams\[0\]\.signing_secret: must be whsec_ and the base64 of a 24 to 64 byte key/,
+        bad,
+      );
+    }
+  });
+});
+
 describe('invalid seeds fail at start, naming the bad member', () => {
   it('names the member the schema refuses, before anything is created', async () => {
     // A temporary directory of this test's own: other processes create directories in the system's.
@@ -392,6 +498,57 @@ describe('tenantry serve --seed, in memory, with the development endpoints', () 
       assert.equal((await byEmail('jane@example.com')).length, 1);
       // In memory: no database file, no key file, no credentials file (the seed gave the secret).
       assert.deepEqual(fs.existsSync(dataDir) ? fs.readdirSync(dataDir) : [], []);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('tenantry serve without --seed: the seed file of the working directory', () => {
+  let dir: string;
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'seed-detect-'));
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('applies tenantry.seed.json found in the directory it runs in', async () => {
+    const detected: Seed = {
+      tenants: [
+        {
+          id: 'default',
+          admin: { client_id: 'detected-admin', client_secret: 'detected-admin-secret-0123456789abcdef' },
+          users: [{ email: 'found@example.com', password: 'correct horse battery', user_metadata: { from: 'cwd' } }],
+        },
+      ],
+    };
+    fs.writeFileSync(path.join(dir, 'tenantry.seed.json'), JSON.stringify(detected));
+    const server = await startServerProcess(
+      { kind: 'sqlite', dataDir: path.join(dir, 'data'), databaseUrl: undefined, drop: async () => undefined },
+      { SQLITE_MEMORY: 'true', ENCRYPTION_KEY: '' },
+      { cwd: dir, readyWithinMs: 30_000 },
+    );
+    try {
+      const response = await fetch(`${server.base}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          grant_type: 'client_credentials',
+          client_id: 'detected-admin',
+          client_secret: 'detected-admin-secret-0123456789abcdef',
+          audience: 'https://process.test/api/v2/',
+        }),
+      });
+      assert.equal(response.status, 200, await response.clone().text());
+      const { access_token: token } = (await response.json()) as { access_token: string };
+      const found = await fetch(`${server.base}/api/v2/users-by-email?email=found@example.com`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(found.status, 200);
+      const users = (await found.json()) as Array<{ user_metadata: unknown }>;
+      assert.deepEqual(
+        users.map((u) => u.user_metadata),
+        [{ from: 'cwd' }],
+      );
     } finally {
       await server.stop();
     }

@@ -21,6 +21,9 @@ const SECRET_MEMBER: Partial<Record<StoredProvider, string>> = {
   arkose: 'secret',
 };
 
+/** The member holding a provider's write-only secret (`secret`, `api_key`), if it has one. */
+export const secretMemberOf = (provider: string): string | undefined => SECRET_MEMBER[provider as StoredProvider];
+
 /** What a tenant that never changed its CAPTCHA configuration gets. */
 const DEFAULT_ACTIVE_PROVIDER: ProviderId = 'auth_challenge';
 const DEFAULT_AUTH_CHALLENGE = { fail_open: false };

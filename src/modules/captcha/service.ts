@@ -20,6 +20,15 @@ export class CaptchaService {
     return captchaConfig(await this.store.read(tenantId));
   }
 
+  /**
+   * Each configured provider's secret, opened, by provider id: never for the API (the secrets are
+   * write-only there), only for `tenantry seed export --with-secrets`.
+   */
+  async secrets(tenantId: string): Promise<Map<string, string>> {
+    const sealed = await this.store.secrets(tenantId);
+    return new Map(sealed.map(({ provider, secret }) => [provider, this.secretBox.open(secret)]));
+  }
+
   /** Each provider given replaces that provider's stored settings, and only those. */
   async update(tenantId: string, input: UpdateCaptchaInput): Promise<CaptchaConfig> {
     const providers = providersToStore(input).map(({ provider, settings, secret }) => ({

@@ -21,6 +21,16 @@ export class CaptchaStore {
     return readIn(this.database.db, tenantId);
   }
 
+  /** Each configured provider's sealed secret (providers without one left out). */
+  async secrets(tenantId: string): Promise<Array<{ provider: string; secret: string }>> {
+    const rows = await this.database.db
+      .selectFrom('captcha_providers')
+      .select(['provider', 'secret'])
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    return rows.flatMap(({ provider, secret }) => (secret === null ? [] : [{ provider, secret }]));
+  }
+
   /**
    * Upserts each provider's row, then the active provider when given, in one transaction, and reads
    * the result back in it. One row per provider: concurrent updates of different providers never lose

@@ -64,6 +64,11 @@ export class Destinations {
     private readonly guard: EndpointGuard | undefined,
   ) {}
 
+  /** A stored destination's secret (token, password or header_value), opened: for seed export only. */
+  open(sealed: string | null): string | undefined {
+    return openSecret(this.secretBox, sealed);
+  }
+
   /**
    * Everything about a destination that needs no stored stream, DNS included: run before any
    * transaction opens, so a slow resolver never holds a lock.

@@ -19,6 +19,24 @@ export function newSigningSecret(at: string): StoredSigningSecret {
   return { id: newId.signingSecret(), secret: `${PREFIX}${randomBytes(32).toString('base64')}`, created_at: at };
 }
 
+/** Standard Webhooks' bounds on a secret's key: 24 to 64 bytes. */
+const MIN_KEY_BYTES = 24;
+const MAX_KEY_BYTES = 64;
+
+/** `whsec_` and canonical base64 (its length is checked by `signingSecretProblem`). */
+const SIGNING_SECRET_PATTERN = '^whsec_(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$';
+
+/**
+ * Why `secret` cannot sign deliveries, or undefined: it must be what Standard Webhooks libraries take,
+ * `whsec_` and the base64 of a 24 to 64 byte key (the secrets this server issues have 32).
+ */
+export function signingSecretProblem(secret: string): string | undefined {
+  const form = 'must be whsec_ and the base64 of a 24 to 64 byte key (Standard Webhooks)';
+  if (!new RegExp(SIGNING_SECRET_PATTERN).test(secret)) return form;
+  const bytes = Buffer.from(secret.slice(PREFIX.length), 'base64').length;
+  return bytes < MIN_KEY_BYTES || bytes > MAX_KEY_BYTES ? `${form}, got ${bytes} bytes` : undefined;
+}
+
 /** The HMAC key of a secret: the base64-decoded part after `whsec_`. */
 export const signingKey = (stored: StoredSigningSecret): Buffer =>
   Buffer.from(stored.secret.slice(PREFIX.length), 'base64');

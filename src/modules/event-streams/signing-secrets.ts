@@ -1,12 +1,14 @@
 import type { Database } from '../../db/database.ts';
 import { now, transaction } from '../../db/database.ts';
-import { eventStreamErrors } from '../../http/errors.ts';
+import { badRequest, eventStreamErrors } from '../../http/errors.ts';
+import { newId } from '../../ids.ts';
 import type { SecretBox } from '../../secret-box.ts';
 import type { CreateSigningSecretBody, SigningSecretCreated, SigningSecretList } from './schema.ts';
 import {
   live,
   newSigningSecret,
   openSigningSecrets,
+  signingSecretProblem,
   rotate,
   sealSigningSecrets,
   without,
@@ -42,6 +44,26 @@ export class SigningSecrets {
       await this.store.setSigningSecrets(trx, tenantId, streamId, sealSigningSecrets(this.secretBox, secrets));
       return { id: fresh.id, secret: fresh.secret, created_at: fresh.created_at };
     });
+  }
+
+  /**
+   * Makes `secret` the stream's only signing secret (a seed's `signing_secret`): not an API operation,
+   * whose secrets are always generated. Refused unless Standard Webhooks libraries take it.
+   */
+  async set(tenantId: string, streamId: string, secret: string): Promise<void> {
+    const problem = signingSecretProblem(secret);
+    if (problem !== undefined) throw badRequest.payload(problem, 'signing_secret');
+    await transaction(this.database, async (trx) => {
+      await existingStream(this.store, tenantId, streamId, { trx, lock: true });
+      const stored = { id: newId.signingSecret(), secret, created_at: now() };
+      await this.store.setSigningSecrets(trx, tenantId, streamId, sealSigningSecrets(this.secretBox, [stored]));
+    });
+  }
+
+  /** The secret signing the stream's deliveries now (the newest live one), in clear: for seed export only. */
+  async current(tenantId: string, streamId: string): Promise<string | undefined> {
+    const row = await existingStream(this.store, tenantId, streamId);
+    return live(openSigningSecrets(this.secretBox, row.signing_secrets), now())[0]?.secret;
   }
 
   async delete(tenantId: string, streamId: string, secretId: string): Promise<void> {

@@ -67,6 +67,11 @@ export class Streams {
     return present(await existingStream(this.store, tenantId, id));
   }
 
+  /** The secret of the stream's webhook authorization, in clear: never for the API, for seed export only. */
+  async authorizationSecret(tenantId: string, id: string): Promise<string | undefined> {
+    return this.destinations.open((await existingStream(this.store, tenantId, id)).secret);
+  }
+
   async list(
     tenantId: string,
     options: { from?: string; take?: number },

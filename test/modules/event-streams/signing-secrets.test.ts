@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict';
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { ManagementClient } from 'auth0';
 import { databaseKinds } from '../../helpers/databases.ts';
 import { startHttpsTestServer, type HttpsTestServer } from '../../helpers/https.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
-import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../../helpers/webhook-receiver.ts';
+import {
+  startWebhookReceiver,
+  verifies,
+  type ReceivedRequest,
+  type WebhookReceiver,
+} from '../../helpers/webhook-receiver.ts';
 
 const DELIVERY_ENV = {
   DELIVERY_ALLOW_HTTP: 'true',
@@ -15,25 +18,6 @@ const DELIVERY_ENV = {
   DELIVERY_POLL_MS: '20',
   DELIVERY_TIMEOUT_MS: '2000',
 };
-
-/**
- * A receiver's check, written from the Standard Webhooks specification alone: HMAC-SHA256 keyed by
- * the base64 part of `whsec_…`, over `${webhook-id}.${webhook-timestamp}.${raw body}`, compared with
- * each space-separated `v1,<base64>` entry of webhook-signature.
- */
-function verifies(headers: IncomingHttpHeaders, body: string, secret: string): boolean {
-  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-  const expected = createHmac('sha256', key)
-    .update(`${headers['webhook-id']}.${headers['webhook-timestamp']}.${body}`, 'utf8')
-    .digest();
-  return String(headers['webhook-signature'] ?? '')
-    .split(' ')
-    .some((entry) => {
-      const [version, signature = ''] = entry.split(',');
-      const given = Buffer.from(signature, 'base64');
-      return version === 'v1' && given.length === expected.length && timingSafeEqual(given, expected);
-    });
-}
 
 const signatureCount = (request: ReceivedRequest) =>
   String(request.headers['webhook-signature'] ?? '')
