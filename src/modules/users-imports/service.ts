@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { ValidateFunction } from 'ajv';
 import type { Database } from '../../db/database.ts';
@@ -25,6 +26,14 @@ export const CHUNK_BYTES = 1024 * 1024;
 const BATCH_RECORDS = 1000;
 /** Refused records kept for GET /jobs/{id}/errors; the summary counts every one. */
 export const MAX_STORED_ERRORS = 10_000;
+/** A job's refused records for GET /jobs/{id}/errors: none, or their JSON array as it is read. */
+export type RefusedRecords = [] | Readable;
+
+/**
+ * Refused records read at a time for GET /jobs/{id}/errors. A stored record may be up to a record's
+ * limit (1 MiB): ten thousand of them read at once could hold gigabytes; a page holds at most 32 MiB.
+ */
+const ERRORS_PAGE = 32;
 /** A job claimed this many times without finishing (its node stopped each time) fails instead of looping. */
 const MAX_CLAIMS = 5;
 /** Jobs of one tenant not ended yet, as the original allows: one more is refused (429) until one ends. */
@@ -231,15 +240,31 @@ export class UsersImportService {
    * GET /jobs/{id}/errors: the records a job refused, in file order (empty when none: the route answers
    * 204); a job that failed as a whole answers with itself, its status_details saying why.
    */
-  async errors(tenantId: string, id: string): Promise<UsersImportFailure[] | UsersImportJob | undefined> {
+  async errors(tenantId: string, id: string): Promise<RefusedRecords | UsersImportJob | undefined> {
     const record = await this.store.get(tenantId, id);
     if (!record) return undefined;
     if (record.status === 'failed') return present(record);
-    const rows = await this.store.errors(id, MAX_STORED_ERRORS);
-    return rows.map((row) => ({
-      user: JSON.parse(row.record) as Record<string, unknown>,
-      errors: JSON.parse(row.errors) as UsersImportFailure['errors'],
-    }));
+    const first = await this.store.errors(id, 0, ERRORS_PAGE);
+    if (first.length === 0) return [];
+    const store = this.store;
+    // The stored texts are the JSON written out: nothing is parsed again, and only a page is held.
+    async function* pages(): AsyncGenerator<string> {
+      let page = first;
+      let separator = '[';
+      for (;;) {
+        let text = '';
+        for (const row of page) {
+          text += `${separator}{"user":${row.record},"errors":${row.errors}}`;
+          separator = ',';
+        }
+        yield text;
+        if (page.length < ERRORS_PAGE) break;
+        page = await store.errors(id, page.at(-1)!.position, ERRORS_PAGE);
+        if (page.length === 0) break;
+      }
+      yield ']';
+    }
+    return Readable.from(pages(), { objectMode: false });
   }
 
   /** Claims up to `limit` due jobs for this worker. */

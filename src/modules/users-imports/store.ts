@@ -110,12 +110,13 @@ export class UsersImportStore {
       .executeTakeFirst();
   }
 
-  /** The job's refused records in file order, at most `limit`. */
-  async errors(jobId: string, limit: number): Promise<UsersImportError[]> {
+  /** The job's refused records in file order, after position `after`, at most `limit`. */
+  async errors(jobId: string, after: number, limit: number): Promise<UsersImportError[]> {
     return this.database.db
       .selectFrom('users_import_errors')
       .selectAll()
       .where('job_id', '=', jobId)
+      .where('position', '>', after)
       .orderBy('position')
       .limit(limit)
       .execute();

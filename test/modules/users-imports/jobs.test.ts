@@ -148,6 +148,28 @@ for (const kind of databaseKinds()) {
       assert.equal(bob.email, 'bob@example.com');
     });
 
+    it('lists refused records past a page of them, every one in file order, as JSON', async () => {
+      // /errors reads the stored refusals a page (32) at a time: 100 of them take four pages.
+      const users = Array.from({ length: 150 }, (_, i) =>
+        i % 3 === 0 ? { email: `paged-${i}@example.com` } : { email: `paged-${i}`, nickname: `n${i}` },
+      );
+      const client = v7();
+      const created = await client.jobs.usersImports.create({ users: file(users), connection_id: connectionId });
+      await eventually('completed', async () => {
+        const job = await client.jobs.get(created.id);
+        return job.status === 'completed' ? job : undefined;
+      });
+      const response = await server.request({ url: `/api/v2/jobs/${created.id}/errors` });
+      assert.equal(response.statusCode, 200);
+      assert.match(String(response.headers['content-type']), /^application\/json/);
+      const errors = response.json() as Array<{ user: { email: string; nickname: string }; errors: unknown[] }>;
+      assert.deepEqual(
+        errors.map((e) => e.user),
+        users.filter((_, i) => i % 3 !== 0),
+      );
+      assert.ok(errors.every((e) => e.errors.length === 1));
+    });
+
     it('v7 SDK: upsert updates the users that exist and inserts the others; no errors is a 204', async () => {
       const client = v7();
       const first = await client.jobs.usersImports.create({

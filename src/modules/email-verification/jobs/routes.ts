@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { registerFormat } from '../../../http/validation.ts';
@@ -67,6 +68,8 @@ export async function jobRoutes(
     async (request, reply) => {
       const errors = await services.jobs.errors(request.tenant.id, request.params.id);
       if (errors === undefined) return reply.code(204).send();
+      // A users import's refused records stream out as JSON, a page at a time.
+      if (errors instanceof Readable) return reply.type('application/json; charset=utf-8').send(errors);
       return errors;
     },
   );

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { Database } from '../../../db/database.ts';
 import { now, transaction } from '../../../db/database.ts';
 import { emailVerificationErrors } from '../../../http/errors.ts';
@@ -6,7 +7,7 @@ import type { EmailStatus, MailOutbox } from '../../../mail/outbox.ts';
 import type { Tenant } from '../../tenants/service.ts';
 import type { UserService } from '../../users/service.ts';
 import type { UsersImportService } from '../../users-imports/service.ts';
-import type { UsersImportFailure, UsersImportJob } from '../../users-imports/schema.ts';
+import type { UsersImportJob } from '../../users-imports/schema.ts';
 import type { DomainContext } from '../domain-context.ts';
 import { requireEmail } from '../recipient.ts';
 import type { VerificationEmailService } from '../service.ts';
@@ -76,12 +77,12 @@ export class JobService {
    * GET /jobs/{id}/errors: a users import's refused records (none: undefined, a 204), or the job itself
    * when it failed as a whole; a verification-email job has no record errors, only its failure.
    */
-  async errors(tenantId: string, id: string): Promise<UsersImportFailure[] | Job | UsersImportJob | undefined> {
+  async errors(tenantId: string, id: string): Promise<Readable | Job | UsersImportJob | undefined> {
     const job = await this.verificationEmailJob(tenantId, id);
     if (job) return job.status === 'failed' ? job : undefined;
     const errors = await this.usersImports.errors(tenantId, id);
     if (errors === undefined) throw emailVerificationErrors.inexistentJob();
-    return Array.isArray(errors) && errors.length === 0 ? undefined : errors;
+    return Array.isArray(errors) ? undefined : errors;
   }
 
   private async verificationEmailJob(tenantId: string, id: string): Promise<Job | undefined> {
