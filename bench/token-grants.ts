@@ -1,6 +1,7 @@
 /**
  * token-grants: POST /oauth/token (client_credentials, form body) at 20 connections against a bare
- * node:http server answering the same bytes; interleaved bare, server, bare, server.
+ * node:http server answering the same bytes; interleaved bare, server, bare, server. Then the raw RS256
+ * signature (raw-sign.ts) in the same run: the server's CPU per grant is compared with it.
  */
 import path from 'node:path';
 import {
@@ -11,12 +12,21 @@ import {
   fmt,
   interleave,
   record,
+  runChild,
   spawnBare,
   spawnServer,
   table,
   tempDir,
   verdict,
 } from './lib.ts';
+
+const RAW_SIGNATURES = 20_000;
+
+interface RawSignatures {
+  signatures: number;
+  cpuUsPerSignature: number;
+  perSec: number;
+}
 
 export async function run(): Promise<void> {
   const work = tempDir('token-grants');
@@ -51,7 +61,10 @@ export async function run(): Promise<void> {
       },
     );
     const rss = server.rss();
+    // The signature alone, measured in this run, after the load (the machine as it is now).
+    const raw = (await runChild('raw-sign.ts', [String(RAW_SIGNATURES)])) as unknown as RawSignatures;
     const { header, rows, ratio, measured } = comparisonRows(results, 'bare node:http', 'tenantry', 'grants/s');
+    const overSignature = measured.cpuUsPerRequest / raw.cpuUsPerSignature;
     table(
       'token-grants — POST /oauth/token, client_credentials, form body, 20 connections, 10 s per run after 2 s warm-up',
       header,
@@ -62,6 +75,8 @@ export async function run(): Promise<void> {
         '',
         `  ratio tenantry/bare (mean grants/s): ${fmt.ratio(ratio)}`,
         `  tenantry grants/s (mean): ${fmt.int(measured.reqPerSec)} — target ≥ 1,000/s: ${verdict(measured.reqPerSec >= 1000)}`,
+        `  raw RS256 signature (thread pool, 20 at once, ${fmt.int(raw.signatures)}): ${fmt.int(raw.cpuUsPerSignature)} µs CPU, ${fmt.int(raw.perSec)}/s`,
+        `  server CPU per grant ÷ raw signature: ${fmt.ratio(overSignature)} (${fmt.int(measured.cpuUsPerRequest)} ÷ ${fmt.int(raw.cpuUsPerSignature)} µs) — target ≤ 1.3×: ${verdict(overSignature <= 1.3)}`,
         `  server RSS after the run: ${fmt.mb(rss)}`,
         '',
       ].join('\n'),
