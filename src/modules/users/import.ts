@@ -29,7 +29,7 @@ export interface ImportedRecord {
   /** Line of the NDJSON file, or 1-based position in the JSON array. */
   position: number;
   user: ImportedUser;
-  /** Share of the file read so far, 0–1 (by bytes for NDJSON, by records for an array). */
+  /** Share of the file read so far, 0–1, by bytes (either format). */
   fraction: number;
 }
 
