@@ -1,5 +1,6 @@
 // Users by email (and a verification email sent to one), segments and the CAPTCHA configuration, with
 // their edits: every refusal of the API is shown beside the field it concerns.
+import { PROVIDER_IDS, type ProviderId } from '../../src/modules/captcha/providers.ts';
 import { api, can } from './api.ts';
 import { busy, confirmAction, h, pill, say, when, type Child } from './dom.ts';
 import { field, FieldError, submitting } from './forms.ts';
@@ -257,16 +258,9 @@ function segmentForm(editor: HTMLElement, segment: Segment | undefined, reload: 
   form.querySelector('h3')?.focus();
 }
 
-const PROVIDERS = [
-  'simple_captcha',
-  'auth_challenge',
-  'recaptcha_v2',
-  'recaptcha_enterprise',
-  'hcaptcha',
-  'friendly_captcha',
-  'arkose',
-] as const;
-type Provider = (typeof PROVIDERS)[number];
+// The server's own list: the console bundles this one module of the server's sources, which imports nothing.
+const PROVIDERS = PROVIDER_IDS;
+type Provider = ProviderId;
 
 /** Each provider's settings: text, write-only secret, or a checkbox. */
 const SETTINGS: Record<Provider, Array<[key: string, kind: 'text' | 'secret' | 'flag', optional?: boolean]>> = {

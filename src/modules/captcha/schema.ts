@@ -1,16 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PROVIDER_IDS, type ProviderId } from './providers.ts';
 
-/** Every provider the original knows, in the order its responses list them (after `active_provider_id`). */
-export const PROVIDER_IDS = [
-  'simple_captcha',
-  'auth_challenge',
-  'recaptcha_v2',
-  'recaptcha_enterprise',
-  'hcaptcha',
-  'friendly_captcha',
-  'arkose',
-] as const;
-export type ProviderId = (typeof PROVIDER_IDS)[number];
+export { PROVIDER_IDS, type ProviderId } from './providers.ts';
 
 const text = (description: string) => Type.String({ minLength: 1, maxLength: 100, description });
 const secret = (description: string) => Type.String({ minLength: 1, maxLength: 100, description, writeOnly: true });
