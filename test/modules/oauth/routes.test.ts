@@ -47,6 +47,36 @@ for (const kind of databaseKinds()) {
       assert.equal((claims.exp as number) - (claims.iat as number), 86400);
     });
 
+    it('writes the body and the claims exactly as JSON.stringify would, escaping what needs it', async () => {
+      // A chosen client id may hold characters JSON escapes; the token's payload is written by hand.
+      const clientId = 'quote"back\\slash\u00e9\u2028';
+      const created = await server.services.clients.create(server.tenant.id, {
+        name: 'escaped',
+        scopes: ['read:users', 'update:users'],
+        clientId,
+        clientSecret: 'a-secret-with-enough-entropy-0123456789abcdef',
+      });
+      const response = await token({
+        grant_type: 'client_credentials',
+        client_id: created.clientId,
+        client_secret: 'a-secret-with-enough-entropy-0123456789abcdef',
+        audience: `https://${server.domain}/api/v2/`,
+      });
+      assert.equal(response.statusCode, 200, response.body);
+      assert.match(String(response.headers['content-type']), /^application\/json; charset=utf-8$/);
+      const body = response.json();
+      assert.equal(response.body, JSON.stringify(body));
+      assert.deepEqual(Object.keys(body), ['access_token', 'scope', 'expires_in', 'token_type']);
+      assert.equal(body.scope, 'read:users update:users');
+      const payloadText = Buffer.from(body.access_token.split('.')[1], 'base64url').toString();
+      const claims = JSON.parse(payloadText) as Record<string, unknown>;
+      assert.equal(payloadText, JSON.stringify(claims));
+      assert.deepEqual(Object.keys(claims), ['iss', 'sub', 'aud', 'iat', 'exp', 'scope', 'gty', 'azp']);
+      assert.equal(claims.azp, clientId);
+      assert.equal(claims.sub, `${clientId}@clients`);
+      assert.equal(claims.scope, body.scope);
+    });
+
     it('accepts JSON bodies and HTTP Basic credentials, and narrows to a requested scope', async () => {
       const basic = Buffer.from(`${ADMIN_ID}:${ADMIN_SECRET}`).toString('base64');
       const response = await token(
