@@ -1,5 +1,6 @@
 /**
- * The token-grants baseline: raw RS256 signatures of a token-sized input with a 2048-bit key, as the
+ * The token-grants baseline: raw RS256 signatures of a token-sized input (argv[3] bytes, the length of
+ * the granted token's header and payload; 500 when not given) with a 2048-bit key, as the
  * server signs (`crypto.sign` with a callback, on the thread pool), `CONCURRENCY` at a time, in a Node
  * process of its own. Prints `READY {"signatures", "cpuUsPerSignature", "perSec"}`: CPU is the
  * process's user + system time (every thread), so it compares with the server's CPU per grant.
@@ -10,8 +11,9 @@ const SIGNATURES = Number(process.argv[2] ?? 20_000);
 const CONCURRENCY = 20;
 
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-// A header and payload of a grant's size (about 500 bytes, base64url).
-const input = Buffer.from(`${'h'.repeat(100)}.${'p'.repeat(400)}`);
+const INPUT_BYTES = Number(process.argv[3] ?? 500);
+// A header and payload of the grant's size, base64url.
+const input = Buffer.from(`${'h'.repeat(100)}.${'p'.repeat(Math.max(0, INPUT_BYTES - 101))}`);
 const signOnce = () =>
   new Promise<void>((resolve, reject) =>
     sign('sha256', input, privateKey, (error) => (error ? reject(error) : resolve())),
