@@ -23,7 +23,10 @@ import { openDatabase, type Database } from '../src/db/database.ts';
 import type { DeliveriesTable, DeliveryAttemptsTable, EventsTable } from '../src/db/schema.ts';
 import { newId } from '../src/ids.ts';
 import { envelope, sourceFor } from '../src/modules/event-streams/envelope.ts';
-import { claimDue, POSTGRES_CLAIM as CLAIM_STATEMENT_FOR_EXPLAIN } from '../src/modules/event-streams/store/claim.ts';
+import {
+  claimDue,
+  POSTGRES_WINDOW_CLAIM as CLAIM_STATEMENT_FOR_EXPLAIN,
+} from '../src/modules/event-streams/store/claim.ts';
 import {
   fmt,
   generatedUser,
@@ -786,8 +789,9 @@ export async function claimGrowth(): Promise<void> {
             1000000,
             CLAIM_LIMIT,
             CLAIM_LIMIT,
-            CLAIM_LIMIT * 2,
             CLAIM_LIMIT,
+            CLAIM_LIMIT * 2,
+            Math.max(256, CLAIM_LIMIT * 8),
           ]);
           process.stdout.write(plan.rows.map((r) => `      ${r['QUERY PLAN']}`).join('\n') + '\n');
         }

@@ -99,14 +99,19 @@ const CASES: Case[] = [
     run: (database) => new UserStore(database).get('t10', 'auth0|u10'),
   },
   {
-    name: 'delivery claim (event streams)',
-    tables: { deliveries: ['deliveries', 'd'], events: ['events', 'e'], event_streams: ['event_streams', 's'] },
-    run: (database) =>
-      claimDue(
-        database,
-        { leaseMs: 30_000 },
-        { limit: 32, perStream: 4, reserve: 8, breakerFailures: 10, running: new Map([['est_2', 1]]) },
-      ),
+    // The window claims here; at a time before every due delivery it finds none and the walk of the
+    // streams runs too, so the plans of both are checked.
+    name: 'delivery claim (event streams): the window, then the walk of the streams',
+    tables: {
+      deliveries: ['deliveries', 'd', 'x'],
+      events: ['events', 'e'],
+      event_streams: ['event_streams', 's'],
+    },
+    run: async (database) => {
+      const limits = { limit: 32, perStream: 4, reserve: 8, breakerFailures: 10, running: new Map([['est_2', 1]]) };
+      assert.ok((await claimDue(database, { leaseMs: 30_000 }, limits)).length > 0);
+      assert.deepEqual(await claimDue(database, { leaseMs: 30_000, at: '2000-01-01T00:00:00.000Z' }, limits), []);
+    },
   },
   {
     name: 'mail outbox claim',

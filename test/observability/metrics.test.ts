@@ -458,7 +458,9 @@ describe('metrics and readiness', { concurrency: true }, () =>
             client.release();
           }
         }
-        assert.match(plans[0]!, /deliveries_due/, plans[0]);
+        // Either index of pending deliveries: on empty tables PostgreSQL may cost the partial one
+        // (deliveries_pending, every pending delivery) as low as the due range of deliveries_due.
+        assert.match(plans[0]!, /deliveries_due|deliveries_pending/, plans[0]);
         assert.match(plans[1]!, /email_outbox_due/, plans[1]);
         for (const plan of plans)
           assert.doesNotMatch(plan, /\bSCAN (deliveries|email_outbox)\b(?! USING)|Seq Scan/, plan);

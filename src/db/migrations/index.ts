@@ -16,6 +16,7 @@ import * as usersImports from './014_users_imports.ts';
 import * as deliveryAttemptsByStream from './015_delivery_attempts_by_stream.ts';
 import * as emailOutboxByTenant from './016_email_outbox_by_tenant.ts';
 import * as deliveryAttemptsStreamOrder from './017_delivery_attempts_stream_order.ts';
+import * as deliveriesPendingByStream from './018_deliveries_pending_by_stream.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '015_delivery_attempts_by_stream': deliveryAttemptsByStream,
   '016_email_outbox_by_tenant': emailOutboxByTenant,
   '017_delivery_attempts_stream_order': deliveryAttemptsStreamOrder,
+  '018_deliveries_pending_by_stream': deliveriesPendingByStream,
 };

@@ -28,15 +28,18 @@ export interface ClaimLimits {
   running: ReadonlyMap<string, number>;
 }
 
-/**
- * Due deliveries are looked at in this many times `limit` (oldest first) among the streams that can take
- * a send now; within them each stream gets what its cap leaves. A stream whose backlog fills the window
- * gets its room, and the next claim, with that stream left out, reaches the others.
- */
-const WINDOW_FACTOR = 2;
-
 /** What the claim statement returns; the event and stream columns are read after it (SQLite). */
 type ClaimedRow = Pick<Claimed, 'stream_id' | 'event_id' | 'attempt_count' | 'attempt_seq' | 'claimed_until'>;
+
+/**
+ * The first claim reads the due deliveries oldest first, at most this many times `limit` of them and
+ * never more than EXAMINED_MIN or that many index entries, whatever the backlog: cheap, and enough when
+ * the oldest due deliveries belong to streams with room. Only when it finds nothing does the walk of the
+ * streams run (see below), whose cost follows the number of streams with pending deliveries.
+ */
+const WINDOW_FACTOR = 2;
+const EXAMINED_FACTOR = 8;
+const EXAMINED_MIN = 256;
 
 // Fair shares: candidates are ranked by the send they would be for their stream (its first in flight,
 // its second, …), then by age, so every stream with due work gets a slot before any gets a second; and
@@ -44,54 +47,82 @@ type ClaimedRow = Pick<Claimed, 'stream_id' | 'event_id' | 'attempt_count' | 'at
 // A stream is left out while disabled or its circuit is open, and gets one send at a time (a probe) while
 // its run of failures is at least `breakerFailures`.
 //
+// The candidates come from one of two reads, the second only when the first finds none:
+// - the window: the oldest due deliveries, a bounded number of index entries (deliveries_due), of the
+//   streams with room. Most claims end here.
+// - the walk: the streams with pending deliveries, one seek each on deliveries_pending (the recursive
+//   CTE), and of each with room its oldest due deliveries, at most its cap. It finds the streams with
+//   room behind a backlog of streams without: read in due order alone, a claim had to step over every
+//   due delivery of the streams at their cap, the whole backlog when all were (migration 018).
+//
 // SQLite: a json parameter keeps one statement text (one cached prepared statement) whatever the number
 // of streams in flight; the events and streams of the claimed rows are read in two more statements in the same
-// synchronous run, which costs less than subqueries in RETURNING.
-const SQLITE_CLAIM = `
+// synchronous run, which costs less than subqueries in RETURNING. INDEXED BY: without statistics (the
+// server never runs ANALYZE) SQLite would read the walk's seeks through deliveries_due.
+const SQLITE_RANK_AND_CLAIM = `
   UPDATE deliveries SET claimed_until = :lease
   WHERE rowid IN (
     SELECT id FROM (
-      SELECT id, slot, row_number() OVER (ORDER BY slot, next_attempt_at) AS pos FROM (
-        SELECT id, next_attempt_at, cap, row_number() OVER (PARTITION BY stream_id ORDER BY next_attempt_at) + running AS slot
-        FROM (
-          SELECT d.rowid AS id, d.stream_id, d.next_attempt_at,
-            coalesce(json_extract(:running, '$."' || d.stream_id || '"'), 0) AS running,
-            CASE WHEN s.consecutive_failures >= :breakerFailures THEN 1 ELSE :cap END AS cap
-          FROM deliveries d JOIN event_streams s ON s.id = d.stream_id
-          WHERE d.status = 'pending' AND d.next_attempt_at <= :at AND (d.claimed_until IS NULL OR d.claimed_until <= :at)
-            AND s.status = 'enabled' AND (s.circuit_open_until IS NULL OR s.circuit_open_until <= :at)
-            AND running < cap AND (running = 0 OR :shared > 0)
-          ORDER BY d.next_attempt_at LIMIT :window
-        )
-      )
-      WHERE slot <= cap
+      SELECT id, slot, row_number() OVER (ORDER BY slot, next_attempt_at) AS pos FROM candidates WHERE slot <= cap
     )
     WHERE slot = 1 OR pos <= :shared
     ORDER BY pos LIMIT :limit
   )
   RETURNING stream_id, event_id, attempt_count, attempt_seq, claimed_until`;
+const SQLITE_WINDOW_CLAIM = `
+  WITH candidates AS (
+    SELECT id, next_attempt_at, cap, row_number() OVER (PARTITION BY stream_id ORDER BY next_attempt_at) + running AS slot
+    FROM (
+      SELECT due.id, due.stream_id, due.next_attempt_at,
+        coalesce(json_extract(:running, '$."' || due.stream_id || '"'), 0) AS running,
+        CASE WHEN s.consecutive_failures >= :breakerFailures THEN 1 ELSE :cap END AS cap
+      FROM (
+        SELECT rowid AS id, stream_id, next_attempt_at, claimed_until FROM deliveries INDEXED BY deliveries_due
+        WHERE status = 'pending' AND next_attempt_at <= :at ORDER BY next_attempt_at LIMIT :examined
+      ) due JOIN event_streams s ON s.id = due.stream_id
+      WHERE (due.claimed_until IS NULL OR due.claimed_until <= :at)
+        AND s.status = 'enabled' AND (s.circuit_open_until IS NULL OR s.circuit_open_until <= :at)
+        AND running < cap AND (running = 0 OR :shared > 0)
+      ORDER BY due.next_attempt_at LIMIT :window
+    )
+  )${SQLITE_RANK_AND_CLAIM}`;
+const SQLITE_WALK_CLAIM = `
+  WITH RECURSIVE pending_streams(id) AS (
+    SELECT (SELECT min(stream_id) FROM deliveries INDEXED BY deliveries_pending WHERE status = 'pending')
+    UNION ALL
+    SELECT (SELECT min(stream_id) FROM deliveries INDEXED BY deliveries_pending WHERE status = 'pending' AND stream_id > p.id)
+    FROM pending_streams p WHERE p.id IS NOT NULL
+  ), open_streams AS (
+    SELECT s.id, coalesce(json_extract(:running, '$."' || s.id || '"'), 0) AS running,
+      CASE WHEN s.consecutive_failures >= :breakerFailures THEN 1 ELSE :cap END AS cap
+    FROM pending_streams p JOIN event_streams s ON s.id = p.id
+    WHERE s.status = 'enabled' AND (s.circuit_open_until IS NULL OR s.circuit_open_until <= :at)
+  ), candidates AS (
+    SELECT d.rowid AS id, d.next_attempt_at, o.cap,
+      row_number() OVER (PARTITION BY d.stream_id ORDER BY d.next_attempt_at) + o.running AS slot
+    FROM open_streams o JOIN deliveries d ON d.rowid IN (
+      SELECT rowid FROM deliveries INDEXED BY deliveries_pending
+      WHERE status = 'pending' AND stream_id = o.id AND next_attempt_at <= :at
+        AND (claimed_until IS NULL OR claimed_until <= :at)
+      ORDER BY next_attempt_at LIMIT :cap)
+    WHERE o.running < o.cap AND (o.running = 0 OR :shared > 0)
+  )${SQLITE_RANK_AND_CLAIM}`;
 const SQLITE_EVENTS = `SELECT id, tenant_id, type, time, source, data, purpose FROM events WHERE id IN (SELECT value FROM json_each(?))`;
 const SQLITE_STREAMS = `SELECT id, destination, secret, signing_secrets FROM event_streams WHERE id IN (SELECT value FROM json_each(?))`;
 
 // PostgreSQL: the database's clock decides what is due and until when the lease holds (the clock CTE is
-// claim-due.ts's pgClock with $1 and $2); FOR UPDATE SKIP LOCKED on the window, so the claims of several
-// nodes pass each other by instead of waiting; one round trip brings the events and streams; a named
-// statement is parsed and planned once per connection.
-export const POSTGRES_CLAIM = `
-  WITH clock AS (
+// claim-due.ts's pgClock with $1 and $2); the same two reads, the window then, when it finds none, the
+// walk; rows locked FOR UPDATE SKIP LOCKED, so the claims of several nodes pass each other by instead of
+// waiting; one round trip brings the events and streams; named statements are parsed and planned once
+// per connection. $1 at, $2 lease (ms), $3 running, $4 breakerFailures, $5 cap, $6 shared, $7 limit;
+// the window's $8 window and $9 examined.
+const POSTGRES_CLOCK = `
+  clock AS (
     SELECT to_char(t AT TIME ZONE 'UTC', ${PG_ISO}) AS at, to_char((t + $2::float8 * interval '1 millisecond') AT TIME ZONE 'UTC', ${PG_ISO}) AS lease
     FROM (SELECT coalesce($1::timestamptz, now()) AS t) n
-  ), window_rows AS (
-    SELECT d.stream_id, d.event_id, d.next_attempt_at, r.running, r.cap
-    FROM clock, deliveries d JOIN event_streams s ON s.id = d.stream_id
-      CROSS JOIN LATERAL (SELECT coalesce(($3::jsonb ->> d.stream_id)::int, 0) AS running,
-        CASE WHEN s.consecutive_failures >= $4 THEN 1 ELSE $5 END AS cap) r
-    WHERE d.status = 'pending' AND d.next_attempt_at <= clock.at AND (d.claimed_until IS NULL OR d.claimed_until <= clock.at)
-      AND s.status = 'enabled' AND (s.circuit_open_until IS NULL OR s.circuit_open_until <= clock.at)
-      AND r.running < r.cap AND (r.running = 0 OR $6 > 0)
-    ORDER BY d.next_attempt_at LIMIT $7
-    FOR UPDATE OF d SKIP LOCKED
-  ), chosen AS (
+  )`;
+const POSTGRES_RANK_AND_CLAIM = `
+  , chosen AS (
     SELECT stream_id, event_id FROM (
       SELECT stream_id, event_id, slot, row_number() OVER (ORDER BY slot, next_attempt_at) AS pos FROM (
         SELECT stream_id, event_id, next_attempt_at, cap,
@@ -100,7 +131,7 @@ export const POSTGRES_CLAIM = `
       ) ranked
       WHERE slot <= cap
     ) placed
-    WHERE slot = 1 OR pos <= $6 ORDER BY pos LIMIT $8
+    WHERE slot = 1 OR pos <= $6 ORDER BY pos LIMIT $7
   ), claimed AS (
     UPDATE deliveries d SET claimed_until = clock.lease FROM chosen c, clock
     WHERE d.stream_id = c.stream_id AND d.event_id = c.event_id
@@ -108,11 +139,52 @@ export const POSTGRES_CLAIM = `
   )
   SELECT c.*, e.tenant_id, e.type, e.time, e.source, e.data, e.purpose, s.destination, s.secret, s.signing_secrets
   FROM claimed c JOIN events e ON e.id = c.event_id JOIN event_streams s ON s.id = c.stream_id`;
+export const POSTGRES_WINDOW_CLAIM = `
+  WITH ${POSTGRES_CLOCK}, window_rows AS (
+    SELECT d.stream_id, d.event_id, d.next_attempt_at, r.running, r.cap
+    FROM clock, (
+      SELECT x.stream_id, x.event_id FROM deliveries x, clock c
+      WHERE x.status = 'pending' AND x.next_attempt_at <= c.at ORDER BY x.next_attempt_at LIMIT $9
+    ) due JOIN deliveries d ON d.stream_id = due.stream_id AND d.event_id = due.event_id
+      JOIN event_streams s ON s.id = d.stream_id
+      CROSS JOIN LATERAL (SELECT coalesce(($3::jsonb ->> d.stream_id)::int, 0) AS running,
+        CASE WHEN s.consecutive_failures >= $4 THEN 1 ELSE $5 END AS cap) r
+    WHERE d.status = 'pending' AND (d.claimed_until IS NULL OR d.claimed_until <= clock.at)
+      AND s.status = 'enabled' AND (s.circuit_open_until IS NULL OR s.circuit_open_until <= clock.at)
+      AND r.running < r.cap AND (r.running = 0 OR $6 > 0)
+    ORDER BY d.next_attempt_at LIMIT $8
+    FOR UPDATE OF d SKIP LOCKED
+  )${POSTGRES_RANK_AND_CLAIM}`;
+// The stream lookup is a LATERAL with LIMIT 1 so that it stays one primary-key probe per stream: flattened
+// into a join, PostgreSQL hashed the whole of event_streams.
+export const POSTGRES_WALK_CLAIM = `
+  WITH RECURSIVE ${POSTGRES_CLOCK}, pending_streams(id) AS (
+    SELECT (SELECT min(stream_id) FROM deliveries WHERE status = 'pending')
+    UNION ALL
+    SELECT (SELECT min(stream_id) FROM deliveries WHERE status = 'pending' AND stream_id > p.id)
+    FROM pending_streams p WHERE p.id IS NOT NULL
+  ), open_streams AS (
+    SELECT s.id, coalesce(($3::jsonb ->> s.id)::int, 0) AS running,
+      CASE WHEN s.consecutive_failures >= $4 THEN 1 ELSE $5 END AS cap
+    FROM clock, pending_streams p CROSS JOIN LATERAL (SELECT * FROM event_streams WHERE id = p.id LIMIT 1) s
+    WHERE s.status = 'enabled' AND (s.circuit_open_until IS NULL OR s.circuit_open_until <= clock.at)
+  ), window_rows AS (
+    SELECT d.stream_id, d.event_id, d.next_attempt_at, o.running, o.cap
+    FROM clock, open_streams o CROSS JOIN LATERAL (
+      SELECT x.stream_id, x.event_id, x.next_attempt_at FROM deliveries x
+      WHERE x.status = 'pending' AND x.stream_id = o.id AND x.next_attempt_at <= clock.at
+        AND (x.claimed_until IS NULL OR x.claimed_until <= clock.at)
+      ORDER BY x.next_attempt_at LIMIT $5
+      FOR UPDATE SKIP LOCKED
+    ) d
+    WHERE o.running < o.cap AND (o.running = 0 OR $6 > 0)
+  )${POSTGRES_RANK_AND_CLAIM}`;
 
 type StreamColumns = Pick<EventStreamsTable, 'id' | 'destination' | 'secret' | 'signing_secrets'>;
 
 interface SqliteClaim {
-  claim: BetterSqlite3.Statement<[Record<string, unknown>], ClaimedRow>;
+  window: BetterSqlite3.Statement<[Record<string, unknown>], ClaimedRow>;
+  walk: BetterSqlite3.Statement<[Record<string, unknown>], ClaimedRow>;
   events: BetterSqlite3.Statement<[string], EventsTable>;
   streams: BetterSqlite3.Statement<[string], StreamColumns>;
 }
@@ -123,7 +195,8 @@ function sqliteClaim(sqlite: BetterSqlite3.Database): SqliteClaim {
   let statements = sqliteStatements.get(sqlite);
   if (!statements) {
     statements = {
-      claim: sqlite.prepare(SQLITE_CLAIM),
+      window: sqlite.prepare(SQLITE_WINDOW_CLAIM),
+      walk: sqlite.prepare(SQLITE_WALK_CLAIM),
       events: sqlite.prepare(SQLITE_EVENTS),
       streams: sqlite.prepare(SQLITE_STREAMS),
     };
@@ -133,32 +206,41 @@ function sqliteClaim(sqlite: BetterSqlite3.Database): SqliteClaim {
 }
 
 /**
- * Claims up to `limit` due deliveries with a lease of `time.leaseMs`, in one statement, so two workers
+ * Claims up to `limit` due deliveries with a lease of `time.leaseMs`, each read and claimed in one statement, so two workers
  * (or two nodes) never claim the same delivery while its lease runs. A worker that dies mid-send leaves
  * its lease to expire; the delivery is then claimed again (at-least-once). No stream gets more than its
- * room under the per-stream cap, and every stream with due work gets a turn (see SQLITE_CLAIM).
+ * room under the per-stream cap, and every stream with due work gets a turn (see SQLITE_WINDOW_CLAIM).
  */
 export async function claimDue(database: Database, time: ClaimTime, limits: ClaimLimits): Promise<Claimed[]> {
   if (limits.limit <= 0) return [];
   const running = JSON.stringify(Object.fromEntries(limits.running));
-  const window = limits.limit * WINDOW_FACTOR;
   const shared = limits.limit - limits.reserve;
+  const bounds = {
+    window: limits.limit * WINDOW_FACTOR,
+    examined: Math.max(EXAMINED_MIN, limits.limit * EXAMINED_FACTOR),
+  };
   if (database.pool) {
-    const result = await database.pool.query<Claimed>({
-      name: 'tenantry_claim_deliveries',
-      text: POSTGRES_CLAIM,
-      values: [
-        time.at ?? null,
-        time.leaseMs,
-        running,
-        limits.breakerFailures,
-        limits.perStream,
-        shared,
-        window,
-        limits.limit,
-      ],
+    const values = [
+      time.at ?? null,
+      time.leaseMs,
+      running,
+      limits.breakerFailures,
+      limits.perStream,
+      shared,
+      limits.limit,
+    ];
+    const windowed = await database.pool.query<Claimed>({
+      name: 'tenantry_claim_window',
+      text: POSTGRES_WINDOW_CLAIM,
+      values: [...values, bounds.window, bounds.examined],
     });
-    return result.rows;
+    if (windowed.rows.length > 0) return windowed.rows;
+    const walked = await database.pool.query<Claimed>({
+      name: 'tenantry_claim_walk',
+      text: POSTGRES_WALK_CLAIM,
+      values,
+    });
+    return walked.rows;
   }
   const statements = sqliteClaim(database.sqlite!);
   const at = time.at ?? now();
@@ -166,7 +248,6 @@ export async function claimDue(database: Database, time: ClaimTime, limits: Clai
     at,
     lease: new Date(Date.parse(at) + time.leaseMs).toISOString(),
     running,
-    window,
     shared,
     cap: limits.perStream,
     breakerFailures: limits.breakerFailures,
@@ -175,7 +256,8 @@ export async function claimDue(database: Database, time: ClaimTime, limits: Clai
   // Through Kysely's connection, which it holds for the whole of any open transaction: run directly,
   // the statement could land inside another caller's transaction.
   return database.db.connection().execute(async () => {
-    const rows = statements.claim.all(parameters);
+    let rows = statements.window.all({ ...parameters, ...bounds });
+    if (rows.length === 0) rows = statements.walk.all(parameters);
     if (rows.length === 0) return [];
     // No await from the claim to here: nothing can delete the events or streams in between.
     const events = new Map(statements.events.all(JSON.stringify(rows.map((r) => r.event_id))).map((e) => [e.id, e]));
