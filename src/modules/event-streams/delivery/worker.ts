@@ -68,6 +68,15 @@ export class DeliveryWorker {
   private finished: Outcome[] = [];
   /** The earliest retry this worker scheduled that has not fallen due yet (epoch ms). */
   private nextRetryAt = Infinity;
+  /**
+   * When the last claim left slots free (epoch ms), until something may let the next find more; 0 when
+   * a claim may find more. A claim that finds nothing still reads the database, and a round runs on every
+   * send that finishes: with every stream at its cap, or only reserved slots free, each round's claim
+   * found nothing, and those claims took more CPU than the deliveries (docs/benchmarks.md).
+   */
+  private shortfallAt = 0;
+  /** Counts what may let a claim find more (see mayFindMore); a claim under way then does not set shortfallAt. */
+  private loosened = 0;
   private readonly targets = new BoundedCache<CachedTarget>(TARGET_CACHE_BOUNDS);
   private readonly sender: WebhookSender;
   private readonly circuit: CircuitRules;
@@ -105,7 +114,11 @@ export class DeliveryWorker {
   start(): void {
     if (!this.loop.stopped) return;
     this.unlisten = this.wakeup?.listen(
-      () => this.loop.wake(),
+      () => {
+        // New deliveries were committed.
+        this.mayFindMore();
+        this.loop.wake();
+      },
       (error) => this.logger.error({ err: error }, 'event delivery: the wake-up listener failed; polling carries on'),
     );
     this.loop.start(0);
@@ -120,6 +133,7 @@ export class DeliveryWorker {
   }
 
   resume(): void {
+    this.mayFindMore();
     this.loop.start(0);
   }
 
@@ -176,6 +190,12 @@ export class DeliveryWorker {
   private async claimAndSend(): Promise<boolean> {
     const free = this.settings.deliveryConcurrency - this.loop.inFlight;
     if (free <= 0 || this.loop.stopped) return false;
+    // What a claim cannot know from here (a retry or a lease coming due, a circuit closing, another
+    // process's writes) is looked for at the poll's pace.
+    if (this.nextRetryAt <= Date.now()) this.mayFindMore();
+    if (this.shortfallAt > 0 && Date.now() - this.shortfallAt < this.settings.deliveryPollMs) return false;
+    const reserve = this.reserve();
+    const loosened = this.loosened;
     // The claim leaves each stream only the room its cap leaves next to this worker's sends in flight.
     const claimed = await claimDue(
       this.database,
@@ -183,11 +203,12 @@ export class DeliveryWorker {
       {
         limit: free,
         perStream: this.settings.deliveryPerStreamConcurrency,
-        reserve: Math.floor(this.settings.deliveryConcurrency / RESERVE_DIVISOR),
+        reserve,
         breakerFailures: this.settings.deliveryBreakerFailures,
         running: this.perStream,
       },
     );
+    this.shortfallAt = claimed.length < free && this.loosened === loosened ? Date.now() : 0;
     // Stopped while claiming: nothing more starts.
     if (this.loop.stopped) {
       if (claimed.length > 0) await releaseClaims(this.database, claimed);
@@ -199,12 +220,24 @@ export class DeliveryWorker {
         const left = (this.perStream.get(claim.stream_id) ?? 1) - 1;
         if (left <= 0) this.perStream.delete(claim.stream_id);
         else this.perStream.set(claim.stream_id, left);
+        // The stream has room again: a claim may find its next delivery if the stream is now idle or the
+        // free slots go beyond the reserved ones (see ClaimLimits.reserve).
+        if (left <= 0 || this.settings.deliveryConcurrency - this.loop.inFlight > reserve) this.mayFindMore();
         this.loop.wake();
       });
     }
     // The streams just served may have filled the claim's window with their backlog: the next claim,
     // with them at their cap, reaches the streams behind.
     return claimed.length > 0 && claimed.length < free;
+  }
+
+  private mayFindMore(): void {
+    this.shortfallAt = 0;
+    this.loosened++;
+  }
+
+  private reserve(): number {
+    return Math.floor(this.settings.deliveryConcurrency / RESERVE_DIVISOR);
   }
 
   private async deliver(claim: Claimed): Promise<void> {
