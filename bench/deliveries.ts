@@ -795,7 +795,7 @@ export async function claimGrowth(): Promise<void> {
             CLAIM_LIMIT,
             CLAIM_LIMIT,
             CLAIM_LIMIT * 2,
-            Math.max(256, CLAIM_LIMIT * 8),
+            Math.max(64, 4 * CLAIM_LIMIT),
           ]);
           process.stdout.write(plan.rows.map((r) => `      ${r['QUERY PLAN']}`).join('\n') + '\n');
         }

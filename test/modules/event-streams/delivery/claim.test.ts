@@ -6,7 +6,7 @@ import { claimDue, type ClaimLimits } from '../../../../src/modules/event-stream
 import { createTestDatabase, eachDatabase, type TestDatabase } from '../../../helpers/databases.ts';
 
 const AT = '2026-06-01T00:00:00.000Z';
-/** More than the window's first read takes (EXAMINED_MIN, 256): the stream behind it is found by the walk. */
+/** More than the window's first read takes (at least 64, at most 4 × limit + in flight): the stream behind it is found by the walk. */
 const BACKLOG = 600;
 
 /**
