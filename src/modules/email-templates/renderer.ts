@@ -1,5 +1,6 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { tooManyRequests } from '../../http/errors.ts';
+import { siblingModule, startThread } from '../../worker-thread.ts';
 
 export type TemplatePart = 'body' | 'subject' | 'from';
 export interface PartSource {
@@ -70,21 +71,10 @@ interface Thread {
   idleTimer: NodeJS.Timeout | undefined;
 }
 
-// The worker file beside this one, with this module's own extension: .ts when sources run through
-// tsx, .js once compiled.
-const extension = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
-const entry = new URL(`./render-worker${extension}`, import.meta.url);
+const entry = siblingModule(import.meta.url, 'render-worker');
 
 function startWorker(workerData: WorkerSettings): Worker {
-  const options = { workerData, resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB } };
-  if (extension !== '.ts') return new Worker(entry, options);
-  // Node 20 applies no module hooks to a worker's entry (not even from its --import): the thread
-  // registers tsx itself, then loads the TypeScript entry.
-  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return new Worker(`import(${tsx}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`, {
-    ...options,
-    eval: true,
-  });
+  return startThread(entry, { workerData, resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB } });
 }
 
 /**
