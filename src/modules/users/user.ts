@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 
 /** The identity provider word the server emits for its own database connections (the original's `auth0`). */
@@ -69,10 +69,9 @@ export type Profile = { [K in keyof typeof profileMembers]?: Static<(typeof prof
 
 /** The original's default picture: a Gravatar URL derived from the email (no request is made for it). */
 function defaultPicture(email: string | undefined, name: string): string {
-  const hash = createHash('md5')
-    .update((email ?? name).trim().toLowerCase())
-    .digest('hex');
-  return `https://s.gravatar.com/avatar/${hash}?s=480&r=pg&d=identicon`;
+  // The one-shot hash: a third of createHash's time, which an import of a million users pays a million times.
+  const digest = hash('md5', (email ?? name).trim().toLowerCase(), 'hex');
+  return `https://s.gravatar.com/avatar/${digest}?s=480&r=pg&d=identicon`;
 }
 
 /**
@@ -83,26 +82,29 @@ export function buildUser(profile: Profile, identities: Identity[], userId: stri
   const name = profile.name ?? profile.email ?? profile.phone_number ?? profile.username ?? userId;
   const nickname =
     profile.nickname ?? (profile.email ? profile.email.split('@')[0] : undefined) ?? profile.username ?? name;
-  const user: User = {
-    blocked: profile.blocked ?? false,
-    created_at: at,
-    email: profile.email,
-    email_verified: profile.email !== undefined ? (profile.email_verified ?? false) : undefined,
-    family_name: profile.family_name,
-    given_name: profile.given_name,
-    identities,
-    name,
-    nickname,
-    phone_number: profile.phone_number,
-    phone_verified: profile.phone_number !== undefined ? (profile.phone_verified ?? false) : undefined,
-    picture: profile.picture ?? defaultPicture(profile.email, name),
-    updated_at: at,
-    user_id: userId,
-    user_metadata: profile.user_metadata,
-    username: profile.username,
-    app_metadata: profile.app_metadata,
-  };
-  for (const key of Object.keys(user)) if (user[key] === undefined) delete user[key];
+  // Members are added in the original's order, each only when it has a value: an object built with
+  // undefined members and then stripped of them (delete) turns into a slow dictionary-mode object:
+  // building and serialising a user (an import does it a million times) took twice as long.
+  const user = { blocked: profile.blocked ?? false, created_at: at } as User;
+  if (profile.email !== undefined) {
+    user.email = profile.email;
+    user.email_verified = profile.email_verified ?? false;
+  }
+  if (profile.family_name !== undefined) user.family_name = profile.family_name;
+  if (profile.given_name !== undefined) user.given_name = profile.given_name;
+  user.identities = identities;
+  user.name = name;
+  user.nickname = nickname;
+  if (profile.phone_number !== undefined) {
+    user.phone_number = profile.phone_number;
+    user.phone_verified = profile.phone_verified ?? false;
+  }
+  user.picture = profile.picture ?? defaultPicture(profile.email, name);
+  user.updated_at = at;
+  user.user_id = userId;
+  if (profile.user_metadata !== undefined) user.user_metadata = profile.user_metadata;
+  if (profile.username !== undefined) user.username = profile.username;
+  if (profile.app_metadata !== undefined) user.app_metadata = profile.app_metadata;
   return user;
 }
 

@@ -26,6 +26,61 @@ describe('buildUser', () => {
     assert.equal(user.name, 'jane');
     assert.equal(user.nickname, 'jane');
   });
+
+  it('stores its members in the original order, whichever are set', () => {
+    const full = buildUser(
+      {
+        app_metadata: { a: 1 },
+        username: 'jane',
+        user_metadata: { b: 2 },
+        phone_verified: true,
+        phone_number: '+15550100',
+        given_name: 'Jane',
+        family_name: 'Doe',
+        email: 'Jane@Example.com',
+        blocked: true,
+      },
+      [own],
+      'svc|abc',
+      AT,
+    );
+    assert.deepEqual(Object.keys(full), [
+      'blocked',
+      'created_at',
+      'email',
+      'email_verified',
+      'family_name',
+      'given_name',
+      'identities',
+      'name',
+      'nickname',
+      'phone_number',
+      'phone_verified',
+      'picture',
+      'updated_at',
+      'user_id',
+      'user_metadata',
+      'username',
+      'app_metadata',
+    ]);
+    assert.equal(
+      JSON.stringify(buildUser({ given_name: 'Jane', email: 'jane@example.com' }, [own], 'svc|abc', AT)),
+      JSON.stringify({
+        blocked: false,
+        created_at: AT,
+        email: 'jane@example.com',
+        email_verified: false,
+        given_name: 'Jane',
+        identities: [own],
+        name: 'jane@example.com',
+        nickname: 'jane',
+        // md5 of the email, as Gravatar takes it.
+        picture: 'https://s.gravatar.com/avatar/9e26471d35a78862c17e467d87cddedf?s=480&r=pg&d=identicon',
+        updated_at: AT,
+        user_id: 'svc|abc',
+      }),
+    );
+  });
 });
 
 describe('separateIdpTokens', () => {
