@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { DEFAULT_TENANT_ID } from '../bootstrap.ts';
-import { ImportError, importUsers } from '../modules/users/import.ts';
+import { ImportError } from '../modules/users/import-file.ts';
+import { importUsers } from '../modules/users/import.ts';
 import { parseFlags, print, UsageError, withServices } from './args.ts';
 import { progressReporter } from './progress.ts';
 import { requireTenant } from './clients.ts';

@@ -5,7 +5,7 @@ import { CreateEmailTemplateBody } from '../modules/email-templates/schema.ts';
 import { CreateStreamBody } from '../modules/event-streams/schema.ts';
 import { CreateSegmentBody } from '../modules/segments/schema.ts';
 import { TENANT_ID_PATTERN } from '../modules/tenants/service.ts';
-import { ImportedUserSchema } from '../modules/users/import.ts';
+import { ImportedUserSchema } from '../modules/users/import-file.ts';
 
 /** A client with a fixed id and secret, so tests can hard-code them. */
 const SeedClient = Type.Object(

@@ -224,6 +224,45 @@ describe('tenantry command line', { concurrency: true }, () =>
         );
       });
 
+      it('stops an import at a bad record many batches in, and reports a reading thread that fails', async () => {
+        // Batches of 10 read on the import's own thread: the first two are stored, the third is not.
+        const deep = path.join(database.dataDir, 'deep.ndjson');
+        const lines = Array.from({ length: 25 }, (_, i) => JSON.stringify({ email: `deep-${i}@example.com` }));
+        lines[22] = JSON.stringify({ email: 'deep-bad' });
+        fs.writeFileSync(deep, lines.join('\n'));
+        const message = await fails('users', 'import', '--tenant', 'acme', '--file', deep, '--batch', '10');
+        assert.match(message, /deep\.ndjson line 23: .*email/);
+        assert.match(message, /20 users of earlier batches were imported/);
+        assert.equal(
+          JSON.parse(await services.users.findByEmailJson('acme', 'deep-19@example.com', readAll)).length,
+          1,
+        );
+        assert.deepEqual(JSON.parse(await services.users.findByEmailJson('acme', 'deep-20@example.com', readAll)), []);
+
+        // Identity-provider tokens are sealed by the command's own thread, and read back.
+        const tokens = path.join(database.dataDir, 'tokens.ndjson');
+        const identity = { provider: 'github', connection: 'github', user_id: '7', isSocial: true };
+        fs.writeFileSync(
+          tokens,
+          JSON.stringify({ email: 'Token@Example.com', identities: [{ ...identity, access_token: 'gho-secret-7' }] }),
+        );
+        assert.match(await ok('users', 'import', '--tenant', 'acme', '--file', tokens), /Imported 1 users/);
+        const stored = await services.database.db
+          .selectFrom('users')
+          .select(['document', 'idp_tokens'])
+          .where('user_id', '=', 'github|7')
+          .executeTakeFirstOrThrow();
+        assert.ok(!stored.document.includes('gho-secret-7') && !stored.idp_tokens!.includes('gho-secret-7'));
+        const withTokens = { ...readAll, withIdpTokens: true };
+        assert.deepEqual(
+          JSON.parse(await services.users.findByEmailJson('acme', 'Token@Example.com', withTokens))[0].identities,
+          [{ ...identity, access_token: 'gho-secret-7' }],
+        );
+
+        // A directory passes the command's check that the file exists; reading it fails the thread.
+        assert.match(await fails('users', 'import', '--tenant', 'acme', '--file', database.dataDir), /EISDIR/);
+      });
+
       it('writes development certificates with private keys readable by the owner only', async () => {
         const out = await ok('dev-cert', '--hosts', 'localhost,127.0.0.1');
         const dir = path.join(database.dataDir, 'tls');

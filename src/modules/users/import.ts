@@ -1,85 +1,26 @@
-import fs from 'node:fs';
-import { Type } from '@sinclair/typebox';
-import type { ValidateFunction } from 'ajv';
-import { validationError, validatorCompiler } from '../../http/validation.ts';
-import { FileFormatError, RecordSplitter, type FileRecord } from '../users-imports/records.ts';
-import type { ImportedUser } from './imported-user.ts';
+import type { Worker } from 'node:worker_threads';
+import { siblingModule, startThread } from '../../worker-thread.ts';
+import { ImportError } from './import-file.ts';
+import { batchSpace, type ImportBatch } from './import-batch.ts';
 import { DuplicateUsers, type UserService } from './service.ts';
-import { IdentitySchema, profileMembers } from './user.ts';
 
-export const ImportedUserSchema = Type.Object(
-  {
-    user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
-    connection: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-    identities: Type.Optional(Type.Array(IdentitySchema, { minItems: 1 })),
-    password_hash: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    ...profileMembers,
-  },
-  { additionalProperties: false },
-);
-
-let validator: ValidateFunction | undefined;
-
-export class ImportError extends Error {
-  /** Users of the batches committed before the failure. */
-  imported = 0;
-}
-
-export interface ImportedRecord {
-  /** Line of the NDJSON file, or 1-based position in the JSON array. */
-  position: number;
-  user: ImportedUser;
-  /** Share of the file read so far, 0–1, by bytes (either format). */
-  fraction: number;
+/** What the import's reading thread (import-reader.ts) is started with. */
+export interface ReaderSettings {
+  file: string;
+  batchSize: number;
 }
 
 /**
- * Reads a JSON array or NDJSON (one user a line), told apart by the first character that is not white
- * space, streamed either way (RecordSplitter), so a file of millions of users never has to fit in memory.
- * Every record is validated as it is read: the first invalid one throws, naming its line (NDJSON) or its
- * position in the array.
+ * What the reading thread sends, in file order: each batch of users ready to store, with the positions
+ * of its first and last records and the share of the file read; then the end, or the first invalid
+ * record's ImportError message.
  */
-export async function* readImportFile(file: string): AsyncGenerator<ImportedRecord> {
-  let size: number;
-  try {
-    size = fs.statSync(file).size;
-  } catch (error) {
-    throw new ImportError(`cannot open ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-  const splitter = new RecordSplitter();
-  let read = 0;
-  const split = (next: () => FileRecord[]): FileRecord[] => {
-    try {
-      return next();
-    } catch (error) {
-      if (error instanceof FileFormatError) throw new ImportError(`${file}: ${error.message}`);
-      throw error;
-    }
-  };
-  const parsed = (record: FileRecord): ImportedRecord => {
-    const where = `${file} ${splitter.fileFormat === 'ndjson' ? 'line' : 'record'} ${record.position}`;
-    let value: unknown;
-    try {
-      value = JSON.parse(record.text);
-    } catch (error) {
-      throw new ImportError(`${where}: not valid JSON: ${(error as Error).message}`);
-    }
-    return { position: record.position, user: validRecord(value, where), fraction: size > 0 ? read / size : 1 };
-  };
-  for await (const chunk of fs.createReadStream(file)) {
-    read += (chunk as Buffer).length;
-    for (const record of split(() => splitter.push(chunk as Buffer))) yield parsed(record);
-  }
-  for (const record of split(() => splitter.end())) yield parsed(record);
-}
+export type FromReader =
+  | { kind: 'batch'; batch: ImportBatch; first: number; last: number; fraction: number }
+  | { kind: 'end' }
+  | { kind: 'invalid'; message: string };
 
-function validRecord(value: unknown, where: string): ImportedUser {
-  validator ??= validatorCompiler({ schema: ImportedUserSchema, httpPart: 'body' });
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new ImportError(`${where}: a user must be a JSON object`);
-  if (!validator(value)) throw new ImportError(`${where}: ${validationError(validator.errors ?? [], 'body').message}`);
-  return value as ImportedUser;
-}
+const readerEntry = siblingModule(import.meta.url, 'import-reader');
 
 export interface ImportSummary {
   imported: number;
@@ -90,6 +31,11 @@ export interface ImportSummary {
  * Imports a file in batches of `batchSize`, one transaction each. It stops at the first invalid record
  * or failing batch: the batches before it stay imported (`ImportError.imported` says how many users),
  * nothing of the failing batch is.
+ *
+ * The file is read, parsed and validated, and its records made users, on a thread of its own
+ * (import-reader.ts), at most two batches ahead, while this thread only stores them: on two cores the
+ * two halves of the work overlap. Identity-provider tokens are sealed here (UserService.insertBatch),
+ * so the key never leaves this thread.
  */
 export async function importUsers(
   users: UserService,
@@ -99,38 +45,70 @@ export async function importUsers(
   onBatch: (imported: number, fraction: number) => void = () => {},
 ): Promise<ImportSummary> {
   const started = process.hrtime.bigint();
+  const reader = startReader({ file, batchSize });
   let imported = 0;
-  let batch: ImportedUser[] = [];
   let batchNumber = 0;
-  let firstPosition = 0;
-  let lastPosition = 0;
-  let fraction = 0;
-  const flush = async () => {
-    if (batch.length === 0) return;
-    batchNumber++;
-    try {
-      imported += await users.insertMany(tenantId, batch);
-    } catch (error) {
-      const range = `batch ${batchNumber} (records ${firstPosition}–${lastPosition} of ${file})`;
-      if (error instanceof DuplicateUsers) throw new ImportError(`${range}: ${error.message}`);
-      throw new ImportError(`${range}: ${(error as Error).message}`);
-    }
-    batch = [];
-    onBatch(imported, fraction);
-  };
   try {
-    for await (const record of readImportFile(file)) {
-      const { position, user } = record;
-      fraction = record.fraction;
-      if (batch.length === 0) firstPosition = position;
-      lastPosition = position;
-      batch.push(user);
-      if (batch.length >= batchSize) await flush();
+    for (;;) {
+      const message = await reader.next();
+      if (message.kind === 'end') break;
+      if (message.kind === 'invalid') throw new ImportError(message.message);
+      const { batch, first, last, fraction } = message;
+      batchNumber++;
+      try {
+        imported += await users.insertBatch(tenantId, batch);
+      } catch (error) {
+        const range = `batch ${batchNumber} (records ${first}–${last} of ${file})`;
+        if (error instanceof DuplicateUsers) throw new ImportError(`${range}: ${error.message}`);
+        throw new ImportError(`${range}: ${(error as Error).message}`);
+      }
+      reader.stored(batch);
+      onBatch(imported, fraction);
     }
-    await flush();
   } catch (error) {
     if (error instanceof ImportError) error.imported = imported;
     throw error;
+  } finally {
+    // Once the import failed the thread may still be reading: it is stopped. After the end it has
+    // stopped by itself.
+    await reader.worker.terminate();
   }
   return { imported, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+}
+
+/**
+ * The reading thread, and its messages in order. A thread that fails (its error) or stops without
+ * saying it ended (its exit code) is the last message: an import never waits for a thread that is gone.
+ */
+function startReader(settings: ReaderSettings) {
+  const worker: Worker = startThread(readerEntry, { workerData: settings });
+  const received: Array<FromReader | { kind: 'failed'; error: Error }> = [];
+  let wake: (() => void) | undefined;
+  const arrived = (message: (typeof received)[number]) => {
+    received.push(message);
+    wake?.();
+    wake = undefined;
+  };
+  worker.on('message', (message: FromReader) => arrived(message));
+  worker.on('error', (error) => arrived({ kind: 'failed', error }));
+  worker.on('exit', (code) =>
+    arrived({ kind: 'failed', error: new Error(`the thread reading ${settings.file} stopped (exit code ${code})`) }),
+  );
+  return {
+    worker,
+    async next(): Promise<FromReader> {
+      while (received.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+      const message = received.shift()!;
+      if (message.kind === 'failed') throw message.error;
+      return message;
+    },
+    /**
+     * A batch was stored: the thread may read one more ahead, and write it where this one was
+     * (whose memory is then no more readable here).
+     */
+    stored(batch: ImportBatch): void {
+      const space = batchSpace(batch);
+      worker.postMessage(space, [space.text, space.ends]);
+    },
+  };
 }

@@ -1,4 +1,5 @@
 import { newId } from '../../ids.ts';
+import type { UserRecord } from './store.ts';
 import {
   buildUser,
   DEFAULT_CONNECTION,
@@ -62,4 +63,25 @@ export function userFromImport(
   );
   const user = buildUser(profile, separated.identities, userId, at);
   return { user, connection, tokens: separated.tokens, passwordHash: passwordHash ?? null };
+}
+
+/**
+ * An imported user ready to store: its columns of the users table but the tenant and the timestamps
+ * (its batch's), and its identity-provider tokens as JSON, still to be sealed where they are stored
+ * (an import's reading thread never holds the key).
+ */
+export type ImportRow = Pick<UserRecord, 'user_id' | 'connection' | 'email' | 'document' | 'password_hash'> & {
+  tokens: string | null;
+};
+
+export function importRow(record: ImportedUser, at: string): ImportRow {
+  const { user, connection, tokens, passwordHash } = userFromImport(record, at);
+  return {
+    user_id: user.user_id,
+    connection,
+    email: user.email ?? null,
+    document: JSON.stringify(user),
+    password_hash: passwordHash,
+    tokens: tokens && JSON.stringify(tokens),
+  };
 }
