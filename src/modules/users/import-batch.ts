@@ -25,9 +25,10 @@ export interface ImportBatch {
   text: Uint8Array<ArrayBuffer>;
   /**
    * Where each value ends in `text`, user after user, in COLUMNS' order: a value starts where the one
-   * before it ends. A null value is empty, its end stored inverted (`~end`, negative).
+   * before it ends. A null value is empty, its end stored as `-1 - end` (negative). Doubles, not
+   * 32-bit integers: a batch of large records may hold more than 2 GB.
    */
-  ends: Int32Array<ArrayBuffer>;
+  ends: Float64Array<ArrayBuffer>;
 }
 
 /** The memory of a batch, to be written again by the next (see ImportBatchBuilder). */
@@ -39,7 +40,7 @@ export interface BatchSpace {
 /** Builds an ImportBatch one record at a time. */
 export class ImportBatchBuilder {
   private text: Buffer;
-  private ends: Int32Array<ArrayBuffer>;
+  private ends: Float64Array<ArrayBuffer>;
   private used = 0;
   private values = 0;
 
@@ -49,8 +50,10 @@ export class ImportBatchBuilder {
     space?: BatchSpace,
   ) {
     // Never a slice of Node's shared pool: the memory is handed to another thread whole.
-    this.text = space ? Buffer.from(space.text) : Buffer.allocUnsafeSlow(1 << 20);
-    this.ends = new Int32Array(space?.ends ?? new ArrayBuffer(4096 * COLUMNS.length * 4));
+    // A first batch starts small (insertMany stores a handful of users) and doubles as it fills; an
+    // import's later batches are written in the memory of earlier ones.
+    this.text = space ? Buffer.from(space.text) : Buffer.allocUnsafeSlow(64 * 1024);
+    this.ends = new Float64Array(space?.ends ?? new ArrayBuffer(128 * COLUMNS.length * 8));
   }
 
   get size(): number {
@@ -61,14 +64,14 @@ export class ImportBatchBuilder {
   add(record: ImportedUser): void {
     const row = importRow(record, this.at);
     if (this.values + COLUMNS.length > this.ends.length) {
-      const larger = new Int32Array(this.ends.length * 2);
+      const larger = new Float64Array(this.ends.length * 2);
       larger.set(this.ends);
       this.ends = larger;
     }
     for (const column of COLUMNS) {
       const value = row[column];
       if (value === null) {
-        this.ends[this.values++] = ~this.used;
+        this.ends[this.values++] = -1 - this.used;
         continue;
       }
       // A UTF-16 code unit is at most 3 bytes of UTF-8.
@@ -112,7 +115,7 @@ export function batchUsers(batch: ImportBatch): {
 } {
   const text = Buffer.from(batch.text.buffer, batch.text.byteOffset, batch.text.byteLength);
   const { ends } = batch;
-  const endOf = (stored: number) => (stored < 0 ? ~stored : stored);
+  const endOf = (stored: number) => (stored < 0 ? -1 - stored : stored);
   const value = (at: number): string | null => {
     if (ends[at]! < 0) return null;
     return text.toString('utf8', at === 0 ? 0 : endOf(ends[at - 1]!), ends[at]);

@@ -91,6 +91,7 @@ function startReader(settings: ReaderSettings) {
   };
   worker.on('message', (message: FromReader) => arrived(message));
   worker.on('error', (error) => arrived({ kind: 'failed', error }));
+  worker.on('messageerror', (error) => arrived({ kind: 'failed', error }));
   worker.on('exit', (code) =>
     arrived({ kind: 'failed', error: new Error(`the thread reading ${settings.file} stopped (exit code ${code})`) }),
   );

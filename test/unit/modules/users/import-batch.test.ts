@@ -47,7 +47,7 @@ describe('ImportBatch', () => {
   });
 
   it('grows past its first memory, and writes a batch again where a stored one was', () => {
-    // More users than its first index holds, more bytes than its first text buffer.
+    // Far more users and bytes than its first memory holds.
     const many = Array.from({ length: 6000 }, (_, i): ImportedUser => ({
       user_id: `svc|${i}`,
       email: `user${i}@example.com`,
