@@ -46,14 +46,16 @@ async function read(): Promise<void> {
     unstored++;
     while (unstored >= READ_AHEAD) await new Promise<void>((resolve) => (whenStored = resolve));
   };
-  for await (const record of readImportFile(file)) {
-    // Stamped as the database's now() would: when the batch is begun.
-    batch ??= new ImportBatchBuilder(new Date().toISOString(), spaces.pop());
-    if (batch.size === 0) first = record.position;
-    last = record.position;
-    fraction = record.fraction;
-    batch.add(record.user);
-    if (batch.size >= batchSize) await flush();
+  for await (const records of readImportFile(file)) {
+    for (const record of records) {
+      // Stamped as the database's now() would: when the batch is begun.
+      batch ??= new ImportBatchBuilder(new Date().toISOString(), spaces.pop());
+      if (batch.size === 0) first = record.position;
+      last = record.position;
+      fraction = record.fraction;
+      batch.add(record.user);
+      if (batch.size >= batchSize) await flush();
+    }
   }
   await flush();
 }
