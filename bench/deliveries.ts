@@ -25,7 +25,7 @@ import { newId } from '../src/ids.ts';
 import { envelope, sourceFor } from '../src/modules/event-streams/envelope.ts';
 import {
   claimDue,
-  POSTGRES_WINDOW_CLAIM as CLAIM_STATEMENT_FOR_EXPLAIN,
+  POSTGRES_WALK_CLAIM as CLAIM_STATEMENT_FOR_EXPLAIN,
 } from '../src/modules/event-streams/store/claim.ts';
 import {
   fmt,
@@ -794,8 +794,6 @@ export async function claimGrowth(): Promise<void> {
             CLAIM_LIMIT,
             CLAIM_LIMIT,
             CLAIM_LIMIT,
-            CLAIM_LIMIT * 2,
-            Math.max(64, 4 * CLAIM_LIMIT),
           ]);
           process.stdout.write(plan.rows.map((r) => `      ${r['QUERY PLAN']}`).join('\n') + '\n');
         }
