@@ -9,7 +9,11 @@ const COLUMNS = [
   'password_hash',
   'tokens',
 ] as const satisfies ReadonlyArray<keyof ImportRow>;
-const DOCUMENT = COLUMNS.indexOf('document');
+/** Each column's place among a user's values. */
+const PLACE = Object.fromEntries(COLUMNS.map((column, place) => [column, place])) as Record<
+  (typeof COLUMNS)[number],
+  number
+>;
 
 /**
  * Imported users stamped `at`, ready to store, as bytes: an import's reading thread builds them and
@@ -123,17 +127,16 @@ export function batchUsers(batch: ImportBatch): {
   const base = (index: number) => index * COLUMNS.length;
   return {
     size: ends.length / COLUMNS.length,
-    document: (index) => value(base(index) + DOCUMENT)!,
+    document: (index) => value(base(index) + PLACE.document)!,
     row: (index) => {
       const at = base(index);
-      // In COLUMNS' order.
       return {
-        user_id: value(at)!,
-        connection: value(at + 1)!,
-        email: value(at + 2),
-        document: value(at + 3)!,
-        password_hash: value(at + 4),
-        tokens: value(at + 5),
+        user_id: value(at + PLACE.user_id)!,
+        connection: value(at + PLACE.connection)!,
+        email: value(at + PLACE.email),
+        document: value(at + PLACE.document)!,
+        password_hash: value(at + PLACE.password_hash),
+        tokens: value(at + PLACE.tokens),
       };
     },
   };

@@ -102,20 +102,7 @@ export class UserStore {
       this.insertStatement ??= sqlite.prepare<unknown[], void>(
         `INSERT INTO users (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`,
       );
-      for (const r of records) {
-        // In COLUMNS' order.
-        this.insertStatement.run(
-          r.tenant_id,
-          r.user_id,
-          r.connection,
-          r.email,
-          r.document,
-          r.idp_tokens,
-          r.password_hash,
-          r.created_at,
-          r.updated_at,
-        );
-      }
+      for (const record of records) this.insertStatement.run(...COLUMNS.map((column) => record[column]));
     });
   }
 

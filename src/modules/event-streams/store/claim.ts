@@ -209,10 +209,6 @@ export async function claimDue(database: Database, time: ClaimTime, limits: Clai
   if (limits.limit <= 0) return [];
   const running = JSON.stringify(Object.fromEntries(limits.running));
   const shared = limits.limit - limits.reserve;
-  const bounds = {
-    window: limits.limit * WINDOW_FACTOR,
-    examined: examinedBound(limits),
-  };
   if (database.pool) {
     const result = await database.pool.query<Claimed>({
       name: 'tenantry_claim_deliveries',
@@ -235,7 +231,11 @@ export async function claimDue(database: Database, time: ClaimTime, limits: Clai
   // Through Kysely's connection, which it holds for the whole of any open transaction: run directly,
   // the statement could land inside another caller's transaction.
   return database.db.connection().execute(async () => {
-    let rows = statements.window.all({ ...parameters, ...bounds });
+    let rows = statements.window.all({
+      ...parameters,
+      window: limits.limit * WINDOW_FACTOR,
+      examined: examinedBound(limits),
+    });
     if (rows.length === 0) rows = statements.walk.all(parameters);
     if (rows.length === 0) return [];
     // No await from the claim to here: nothing can delete the events or streams in between.
