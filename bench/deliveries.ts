@@ -695,9 +695,16 @@ export async function redelivery(): Promise<void> {
         if (response.status !== 202)
           throw new Error(`redeliver answered ${response.status} ${JSON.stringify(response.body)}`);
         const queued = (await countBy(backend.database, 'deliveries')).pending ?? 0;
-        const retrying = (await countBy(backend.database, 'delivery_attempts')).retrying ?? 0;
-        if (queued !== REDELIVER || retrying !== round * REDELIVER)
-          throw new Error(`after redeliver: ${queued} pending, ${retrying} retrying attempts`);
+        // Each one queued again holds its retrying attempt's seq (four attempts, then one per round).
+        const { waiting } = await backend.database.db
+          .selectFrom('deliveries')
+          .select((eb) => eb.fn.countAll<number>().as('waiting'))
+          .where('status', '=', 'pending')
+          .where('attempt_count', '=', 0)
+          .where('attempt_seq', '=', 4 + round)
+          .executeTakeFirstOrThrow();
+        if (queued !== REDELIVER || Number(waiting) !== REDELIVER)
+          throw new Error(`after redeliver: ${queued} pending, ${waiting} waiting for their retrying attempt`);
         times.redeliver.push(ms);
         rows.push([`round ${round}`, 'POST …/redeliver {} → 202', fmt.int(queued), ms1(ms)]);
         // The baseline, which also sets the rows back to failed for the next round.

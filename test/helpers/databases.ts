@@ -3,7 +3,10 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Migrator } from 'kysely';
 import pg from 'pg';
+import type { Database } from '../../src/db/database.ts';
+import { migrations } from '../../src/db/migrations/index.ts';
 
 export interface TestDatabase {
   kind: 'sqlite' | 'postgres';
@@ -59,4 +62,16 @@ export async function createTestDatabase(kind: 'sqlite' | 'postgres'): Promise<T
  */
 export function eachDatabase(suites: (kind: 'sqlite' | 'postgres') => void): void {
   for (const kind of databaseKinds()) describe(kind, { concurrency: 1 }, () => suites(kind));
+}
+
+/** Brings a database to the named migration only: an upgrade test writes what an earlier version left. */
+export async function migrateTo(database: Database, name: string): Promise<void> {
+  const migrator = new Migrator({
+    db: database.db,
+    provider: { getMigrations: async () => migrations },
+    migrationTableName: 'tenantry_migrations',
+    migrationLockTableName: 'tenantry_migrations_lock',
+  });
+  const { error } = await migrator.migrateTo(name);
+  if (error) throw error;
 }

@@ -17,6 +17,7 @@ import * as deliveryAttemptsByStream from './015_delivery_attempts_by_stream.ts'
 import * as emailOutboxByTenant from './016_email_outbox_by_tenant.ts';
 import * as deliveryAttemptsStreamOrder from './017_delivery_attempts_stream_order.ts';
 import * as deliveriesPendingByStream from './018_deliveries_pending_by_stream.ts';
+import * as deliveriesRequeued from './019_deliveries_requeued.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '016_email_outbox_by_tenant': emailOutboxByTenant,
   '017_delivery_attempts_stream_order': deliveryAttemptsStreamOrder,
   '018_deliveries_pending_by_stream': deliveriesPendingByStream,
+  '019_deliveries_requeued': deliveriesRequeued,
 };

@@ -28,6 +28,7 @@ import type {
   FailedDeliveries,
   StreamAttemptRow,
 } from './store/deliveries.ts';
+import { requeuedAttempt } from './store/deliveries.ts';
 import type { StreamStore } from './store/streams.ts';
 import { existingStream } from './streams.ts';
 import type { Logger } from '../../logger.ts';
@@ -159,8 +160,8 @@ export class Deliveries {
   }
 
   /**
-   * Queues every failed delivery matching the filter again: one INSERT … SELECT of the `retrying`
-   * attempt rows and one UPDATE, in one transaction; no delivery is loaded into memory.
+   * Queues every failed delivery matching the filter again: one UPDATE, in one transaction; no delivery
+   * is loaded into memory (see DeliveryStore.queueAgain for its `retrying` attempts).
    */
   async redeliver(tenantId: string, streamId: string, body: RedeliverBody): Promise<void> {
     const at = now();
@@ -204,10 +205,18 @@ export class Deliveries {
     const [events, attempts] = await Promise.all([this.store.events(ids), this.store.shownAttempts(streamId, ids)]);
     const eventById = new Map(events.map((e) => [e.id, e]));
     const attemptsById = new Map<string, Attempt[]>();
-    for (const a of attempts) {
+    const seqs = new Set<string>();
+    const add = (a: AttemptRow) => {
       const listed = attemptsById.get(a.event_id) ?? [];
       listed.push(presentAttempt(a));
       attemptsById.set(a.event_id, listed);
+      seqs.add(`${a.event_id} ${a.seq}`);
+    };
+    for (const a of attempts) add(a);
+    for (const r of rows) {
+      // Queued again and not attempted since: its `retrying` attempt comes last (it holds the latest seq).
+      const waiting = requeuedAttempt(r);
+      if (waiting && !seqs.has(`${r.event_id} ${waiting.seq}`)) add(waiting);
     }
     return rows.map((r) => ({
       id: r.event_id,

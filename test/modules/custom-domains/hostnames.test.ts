@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { Migrator } from 'kysely';
 import { isUniqueViolation, migrate, openDatabase } from '../../../src/db/database.ts';
-import { migrations } from '../../../src/db/migrations/index.ts';
 import { createServices, type Services } from '../../../src/services.ts';
-import { createTestDatabase } from '../../helpers/databases.ts';
+import { createTestDatabase, migrateTo } from '../../helpers/databases.ts';
 import { databaseKinds } from '../../helpers/databases.ts';
 import { startDnsServer, type TestDnsServer } from '../../helpers/dns-server.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -269,13 +267,7 @@ describe('migration 011: hostnames unique among ready domains', () => {
     const test = await createTestDatabase('sqlite');
     const database = openDatabase({ dataDir: test.dataDir });
     try {
-      const migrator = new Migrator({
-        db: database.db,
-        provider: { getMigrations: async () => migrations },
-        migrationTableName: 'tenantry_migrations',
-        migrationLockTableName: 'tenantry_migrations_lock',
-      });
-      assert.equal((await migrator.migrateTo('010_ticket_user_index')).error, undefined);
+      await migrateTo(database, '010_ticket_user_index');
       const db = database.db;
       const at = new Date().toISOString();
       await db

@@ -33,6 +33,28 @@ describe('a stream’s attempts as they are recorded', { concurrency: true }, ()
       const third = newId.event();
       const url = (query = '') => `/api/v2/event-streams/${streamId}/attempts${query}`;
 
+      /** A webhook stream to the receiver, subscribed to one event type. */
+      const createStream = async (name: string, eventType: string, status: 'enabled' | 'disabled' = 'enabled') => {
+        const created = await server.request({
+          method: 'POST',
+          url: '/api/v2/event-streams',
+          payload: {
+            name,
+            status,
+            subscriptions: [{ event_type: eventType }],
+            destination: {
+              type: 'webhook',
+              configuration: {
+                webhook_endpoint: receiver.url,
+                webhook_authorization: { method: 'bearer', token: 't' },
+              },
+            },
+          },
+        });
+        assert.equal(created.statusCode, 201, created.body);
+        return created.json().id as string;
+      };
+
       /** Events, deliveries and attempts written as the delivery worker records them. */
       const record = async (types: Record<string, string>, attempts: AttemptFixture[]) => {
         const db = server.services.database.db;
@@ -90,24 +112,7 @@ describe('a stream’s attempts as they are recorded', { concurrency: true }, ()
           DELIVERY_TIMEOUT_MS: '2000',
         });
         // Disabled: nothing of the user-made events of the last test reaches it.
-        const created = await server.request({
-          method: 'POST',
-          url: '/api/v2/event-streams',
-          payload: {
-            name: 'recorded',
-            status: 'disabled',
-            subscriptions: [{ event_type: 'user.created' }],
-            destination: {
-              type: 'webhook',
-              configuration: {
-                webhook_endpoint: receiver.url,
-                webhook_authorization: { method: 'bearer', token: 't' },
-              },
-            },
-          },
-        });
-        assert.equal(created.statusCode, 201, created.body);
-        streamId = created.json().id;
+        streamId = await createStream('recorded', 'user.created', 'disabled');
       });
       after(async () => {
         await server.close();
@@ -213,23 +218,8 @@ describe('a stream’s attempts as they are recorded', { concurrency: true }, ()
 
       it('shows an attempt the delivery worker records, found by the cursor polling', async () => {
         receiver.program([], 204);
-        const live = await server.request({
-          method: 'POST',
-          url: '/api/v2/event-streams',
-          payload: {
-            name: 'live',
-            subscriptions: [{ event_type: 'user.created' }],
-            destination: {
-              type: 'webhook',
-              configuration: {
-                webhook_endpoint: receiver.url,
-                webhook_authorization: { method: 'bearer', token: 't' },
-              },
-            },
-          },
-        });
-        assert.equal(live.statusCode, 201, live.body);
-        const liveUrl = (query = '') => `/api/v2/event-streams/${live.json().id}/attempts${query}`;
+        const liveId = await createStream('live', 'user.created');
+        const liveUrl = (query = '') => `/api/v2/event-streams/${liveId}/attempts${query}`;
         assert.deepEqual((await server.request({ url: liveUrl() })).json(), { attempts: [] });
         const user = await server.request({
           method: 'POST',
@@ -265,6 +255,109 @@ describe('a stream’s attempts as they are recorded', { concurrency: true }, ()
         });
         // The other stream (disabled) recorded nothing of it.
         assert.equal((await server.request({ url: url('?take=100') })).json().attempts.length, 7);
+      });
+
+      it("shows a redelivery's retrying attempt at once, and once only after the attempt that writes it", async () => {
+        const again = await createStream('again', 'user.deleted');
+        const feed = async (query = '') => {
+          const page = await server.request({ url: `/api/v2/event-streams/${again}/attempts${query}` });
+          assert.equal(page.statusCode, 200, page.body);
+          return page.json() as { attempts: Array<Record<string, unknown>>; next?: string };
+        };
+        const until = async (query: string, count: number) => {
+          const deadline = Date.now() + 10_000;
+          for (;;) {
+            const page = await feed(query);
+            if (page.attempts.length >= count) return page;
+            assert.ok(Date.now() < deadline, `${count} attempts not shown within 10 s: ${JSON.stringify(page)}`);
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+        };
+        // A 400 fails it at once, for good.
+        receiver.program([400], 204);
+        const sent = await server.request({
+          method: 'POST',
+          url: `/api/v2/event-streams/${again}/test`,
+          payload: { event_type: 'user.deleted' },
+        });
+        assert.equal(sent.statusCode, 202, sent.body);
+        const eventId = sent.json().id as string;
+        const failed = await until('', 1);
+        assert.deepEqual(
+          failed.attempts.map((a) => [a.event_id, a.seq, a.status]),
+          [[eventId, 1, 'failed']],
+        );
+        // Disabled, the stream keeps the redelivery waiting.
+        const disabled = await server.request({
+          method: 'PATCH',
+          url: `/api/v2/event-streams/${again}`,
+          payload: { status: 'disabled' },
+        });
+        assert.equal(disabled.statusCode, 200, disabled.body);
+        const queued = await server.request({
+          method: 'POST',
+          url: `/api/v2/event-streams/${again}/redeliver/${eventId}`,
+        });
+        assert.equal(queued.statusCode, 202, queued.body);
+
+        const waiting = await feed(`?after=${failed.next}`);
+        assert.equal(waiting.attempts.length, 1, JSON.stringify(waiting));
+        const retrying = waiting.attempts[0]!;
+        assert.deepEqual(Object.keys(retrying).sort(), ['event_id', 'event_type', 'seq', 'status', 'timestamp']);
+        assert.deepEqual(
+          [retrying.event_id, retrying.event_type, retrying.seq, retrying.status],
+          [eventId, 'user.deleted', 2, 'retrying'],
+        );
+        assert.ok(Math.abs(Date.parse(retrying.timestamp as string) - Date.now()) < 60_000);
+        assert.deepEqual((await feed('?take=1')).attempts, [retrying], 'the newest attempt');
+        const delivery = (
+          await server.request({ url: `/api/v2/event-streams/${again}/deliveries/${eventId}` })
+        ).json() as { status: string; attempts: Array<{ status: string; timestamp: string }> };
+        assert.equal(delivery.status, 'pending');
+        assert.deepEqual(
+          delivery.attempts.map((a) => [a.status, a.timestamp]),
+          [
+            ['failed', failed.attempts[0]!.timestamp],
+            ['retrying', retrying.timestamp],
+          ],
+        );
+
+        // Enabled again: the attempt is made and writes the retrying row with it, under the same key.
+        const enabled = await server.request({
+          method: 'PATCH',
+          url: `/api/v2/event-streams/${again}`,
+          payload: { status: 'enabled' },
+        });
+        assert.equal(enabled.statusCode, 200, enabled.body);
+        const done = await until(`?after=${failed.next}`, 2);
+        assert.deepEqual(
+          done.attempts.map((a) => [a.seq, a.status]),
+          [
+            [2, 'retrying'],
+            [3, 'delivered'],
+          ],
+        );
+        assert.deepEqual(done.attempts[0], retrying, 'the same row, written');
+        assert.deepEqual(
+          (await feed(`?after=${waiting.next}`)).attempts.map((a) => [a.seq, a.status]),
+          [[3, 'delivered']],
+          'a poller that saw the retrying attempt is not given it again',
+        );
+        const rows = await server.services.database.db
+          .selectFrom('delivery_attempts')
+          .select(['seq', 'status', 'timestamp'])
+          .where('stream_id', '=', again)
+          .orderBy('seq')
+          .execute();
+        assert.deepEqual(
+          rows.map((r) => [r.seq, r.status]),
+          [
+            [1, 'failed'],
+            [2, 'retrying'],
+            [3, 'delivered'],
+          ],
+        );
+        assert.equal(rows[1]!.timestamp, retrying.timestamp);
       });
 
       it('refuses take out of 1–100, unknown query properties and cursors it did not make, with 400', async () => {

@@ -19,6 +19,11 @@ export interface Outcome {
   error_message: string | null;
   /** Milliseconds. */
   duration: number;
+  /**
+   * When the delivery was queued again, for the first attempt after a redelivery: that redelivery's
+   * `retrying` row (seq `seq` − 1) is written with this attempt (see DeliveryStore.queueAgain).
+   */
+  requeued_at: string | null;
 }
 
 /** What of a claimed delivery its outcome needs. */
@@ -29,6 +34,7 @@ export interface AttemptedDelivery {
   attempt_seq: number;
   /** The lease the claim holds. */
   claimed_until: string;
+  updated_at: string;
 }
 
 export type RetrySettings = Pick<Config, 'deliveryRetryScheduleMs' | 'deliveryRetryAfterMaxMs'>;
@@ -60,5 +66,14 @@ export function outcomeOf(claim: AttemptedDelivery, sent: SendOutcome, settings:
     attempt_status: sent.kind === 'delivered' ? 'delivered' : 'failed',
     error_message: sent.kind === 'delivered' ? null : sent.error,
     duration: Math.round(sent.durationMs * 1000) / 1000,
+    requeued_at: requeued(claim) ? claim.updated_at : null,
   };
+}
+
+/**
+ * A delivery queued again by a redelivery and not attempted since: its attempts start over (count 0)
+ * after some were made (seq above 0). Its `retrying` attempt is the seq it holds, at its updated_at.
+ */
+export function requeued(delivery: Pick<AttemptedDelivery, 'attempt_count' | 'attempt_seq'>): boolean {
+  return delivery.attempt_count === 0 && delivery.attempt_seq > 0;
 }

@@ -13,6 +13,8 @@ export interface Claimed
   attempt_seq: number;
   /** The lease this claim holds: only its holder records the outcome. */
   claimed_until: string;
+  /** When the delivery last changed: for one queued again and not yet attempted, when it was queued. */
+  updated_at: string;
 }
 
 export interface ClaimLimits {
@@ -29,7 +31,10 @@ export interface ClaimLimits {
 }
 
 /** What the claim statement returns; the event and stream columns are read after it (SQLite). */
-type ClaimedRow = Pick<Claimed, 'stream_id' | 'event_id' | 'attempt_count' | 'attempt_seq' | 'claimed_until'>;
+type ClaimedRow = Pick<
+  Claimed,
+  'stream_id' | 'event_id' | 'attempt_count' | 'attempt_seq' | 'claimed_until' | 'updated_at'
+>;
 
 /**
  * The window (SQLite): the first claim takes its candidates among the oldest WINDOW_FACTOR × `limit` due
@@ -75,7 +80,7 @@ const SQLITE_RANK_AND_CLAIM = `
     WHERE slot = 1 OR pos <= :shared
     ORDER BY pos LIMIT :limit
   )
-  RETURNING stream_id, event_id, attempt_count, attempt_seq, claimed_until`;
+  RETURNING stream_id, event_id, attempt_count, attempt_seq, claimed_until, updated_at`;
 const SQLITE_WINDOW_CLAIM = `
   WITH candidates AS (
     SELECT id, next_attempt_at, cap, row_number() OVER (PARTITION BY stream_id ORDER BY next_attempt_at) + running AS slot
@@ -145,7 +150,7 @@ const POSTGRES_RANK_AND_CLAIM = `
   ), claimed AS (
     UPDATE deliveries d SET claimed_until = clock.lease FROM chosen c, clock
     WHERE d.stream_id = c.stream_id AND d.event_id = c.event_id
-    RETURNING d.stream_id, d.event_id, d.attempt_count, d.attempt_seq, d.claimed_until
+    RETURNING d.stream_id, d.event_id, d.attempt_count, d.attempt_seq, d.claimed_until, d.updated_at
   )
   SELECT c.*, e.tenant_id, e.type, e.time, e.source, e.data, e.purpose, s.destination, s.secret, s.signing_secrets
   FROM claimed c JOIN events e ON e.id = c.event_id JOIN event_streams s ON s.id = c.stream_id`;

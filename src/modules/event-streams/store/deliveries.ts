@@ -1,6 +1,7 @@
 import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import type { Database, Tx } from '../../../db/database.ts';
 import { insertInSlices } from '../../../db/database.ts';
+import { requeued } from '../delivery/outcome.ts';
 import type { DeliveriesTable, DeliveryAttemptsTable, EventsTable, Schema } from '../../../db/schema.ts';
 
 export type EventRow = Selectable<EventsTable>;
@@ -14,6 +15,29 @@ export type AttemptRow = Selectable<DeliveryAttemptsTable>;
  */
 const FAILED = sql.lit<DeliveryRow['status']>('failed');
 
+/**
+ * Deliveries queued again by a redelivery and not attempted since (see queueAgain), in the terms of
+ * deliveries_requeued's condition, literals included, so that either planner uses that index.
+ */
+const REQUEUED = sql<boolean>`status = 'pending' AND attempt_count = 0 AND attempt_seq > 0`;
+
+/**
+ * The `retrying` attempt of a delivery queued again and not yet attempted: it takes the seq the
+ * redelivery reserved and the time it was queued; it is written with the delivery's next attempt.
+ */
+export function requeuedAttempt(delivery: DeliveryRow): AttemptRow | undefined {
+  if (!requeued(delivery) || delivery.status !== 'pending') return undefined;
+  return {
+    stream_id: delivery.stream_id,
+    event_id: delivery.event_id,
+    seq: delivery.attempt_seq,
+    status: 'retrying',
+    timestamp: delivery.updated_at,
+    error_message: null,
+    duration: null,
+  };
+}
+
 /** Which of a stream's failed deliveries a listing or a redelivery takes. */
 export interface FailedDeliveries {
   streamId: string;
@@ -23,6 +47,18 @@ export interface FailedDeliveries {
   timeFrom?: string;
   /** Events before this time (ISO). */
   timeTo?: string;
+}
+
+/** The stream's failed deliveries matching `which`, as one condition. */
+function failedMatching(which: FailedDeliveries) {
+  return (eb: ExpressionBuilder<Schema, 'deliveries'>) => {
+    const conditions = [eb('stream_id', '=', which.streamId), eb('status', '=', FAILED)];
+    if (which.eventId !== undefined) conditions.push(eb('event_id', '=', which.eventId));
+    if (which.eventTypes !== undefined) conditions.push(eb('event_type', 'in', which.eventTypes));
+    if (which.timeFrom !== undefined) conditions.push(eb('event_time', '>=', which.timeFrom));
+    if (which.timeTo !== undefined) conditions.push(eb('event_time', '<', which.timeTo));
+    return eb.and(conditions);
+  };
 }
 
 /** Which deliveries' attempts to follow: a tenant's, a stream's, or all. */
@@ -104,29 +140,23 @@ export class DeliveryStore {
 
   /** A page of the stream's failed deliveries matching `which`, in event id order after `afterEventId`. */
   failedPage(which: FailedDeliveries, afterEventId: string | undefined, limit: number): Promise<DeliveryRow[]> {
-    let q = this.database.db
+    return this.database.db
       .selectFrom('deliveries')
       .selectAll()
-      .where('stream_id', '=', which.streamId)
-      .where('status', '=', FAILED);
-    if (which.eventTypes !== undefined) q = q.where('event_type', 'in', which.eventTypes);
-    if (which.timeFrom !== undefined) q = q.where('event_time', '>=', which.timeFrom);
-    if (which.timeTo !== undefined) q = q.where('event_time', '<', which.timeTo);
-    if (afterEventId !== undefined) q = q.where('event_id', '>', afterEventId);
-    return q.orderBy('event_id').limit(limit).execute();
+      .where(failedMatching(which))
+      .$if(afterEventId !== undefined, (q) => q.where('event_id', '>', afterEventId!))
+      .orderBy('event_id')
+      .limit(limit)
+      .execute();
   }
 
   /** How many of the stream's failed deliveries match `which`: what a redelivery of the same filter queues. */
   async countFailed(which: FailedDeliveries): Promise<number> {
-    let q = this.database.db
+    const row = await this.database.db
       .selectFrom('deliveries')
       .select((eb) => eb.fn.countAll<number>().as('count'))
-      .where('stream_id', '=', which.streamId)
-      .where('status', '=', FAILED);
-    if (which.eventTypes !== undefined) q = q.where('event_type', 'in', which.eventTypes);
-    if (which.timeFrom !== undefined) q = q.where('event_time', '>=', which.timeFrom);
-    if (which.timeTo !== undefined) q = q.where('event_time', '<', which.timeTo);
-    const row = await q.executeTakeFirstOrThrow();
+      .where(failedMatching(which))
+      .executeTakeFirstOrThrow();
     return Number(row.count);
   }
 
@@ -215,37 +245,13 @@ export class DeliveryStore {
   }
 
   /**
-   * Queues the failed deliveries matching `which` again: one INSERT … SELECT of their `retrying` attempt
-   * rows and one UPDATE, whatever their number; no delivery is read into memory.
+   * Queues the failed deliveries matching `which` again: one UPDATE, whatever their number; no delivery is
+   * read into memory. Each one's `retrying` attempt is not written here: it takes the next seq and the
+   * delivery's updated_at, is read from the delivery while it waits (requeued()), and is written with its
+   * next attempt (outcomes.ts). Writing 100,000 attempt rows, their three indexes and (PostgreSQL) their
+   * foreign-key checks took more than the UPDATE itself.
    */
   async queueAgain(trx: Tx, which: FailedDeliveries, at: string): Promise<number> {
-    const matching = (eb: ExpressionBuilder<Schema, 'deliveries'>) => {
-      const conditions = [eb('stream_id', '=', which.streamId)];
-      if (which.eventId !== undefined) conditions.push(eb('event_id', '=', which.eventId));
-      conditions.push(eb('status', '=', FAILED));
-      if (which.eventTypes !== undefined) conditions.push(eb('event_type', 'in', which.eventTypes));
-      if (which.timeFrom !== undefined) conditions.push(eb('event_time', '>=', which.timeFrom));
-      if (which.timeTo !== undefined) conditions.push(eb('event_time', '<', which.timeTo));
-      return eb.and(conditions);
-    };
-    await trx
-      .insertInto('delivery_attempts')
-      .columns(['stream_id', 'event_id', 'seq', 'status', 'timestamp'])
-      .expression(
-        trx
-          .selectFrom('deliveries')
-          .select((eb) => [
-            'stream_id',
-            'event_id',
-            eb('attempt_seq', '+', 1).as('seq'),
-            sql<string>`${'retrying'}`.as('status'),
-            sql<string>`${at}`.as('timestamp'),
-          ])
-          .where(matching)
-          // In delivery_attempts' key order: each of its index pages is then written once, not once per row.
-          .orderBy('event_id'),
-      )
-      .execute();
     const updated = await trx
       .updateTable('deliveries')
       .set((eb) => ({
@@ -256,7 +262,7 @@ export class DeliveryStore {
         claimed_until: null,
         updated_at: at,
       }))
-      .where(matching)
+      .where(failedMatching(which))
       .executeTakeFirst();
     return Number(updated.numUpdatedRows);
   }
@@ -268,42 +274,81 @@ export class DeliveryStore {
 
   /**
    * The stream's attempts in (timestamp, event_id, seq) order: the latest `limit`, newest first, or with
-   * `after` the first `limit` after it, oldest first. delivery_attempts_stream_time holds that order
-   * (migration 017): either read seeks in the index and stops after `limit` entries, however many
-   * attempts the stream or the others made. The cursor is compared as a row value, which both seek on:
-   * SQLite on (timestamp, event_id, seq) after stream_id's equality, PostgreSQL only on all four columns
-   * (with three it filters the rows of delivery_attempts_timestamp instead, every stream's since then).
-   * Each attempt's event type is its delivery's, found by primary key.
+   * `after` the first `limit` after it, oldest first. Two reads, each a seek that stops after `limit`
+   * entries however many attempts the stream or the others made, merged by the database (its collation
+   * orders both): the recorded attempts on delivery_attempts_stream_time (migration 017), each with its
+   * delivery's event type found by primary key; and the `retrying` attempts of the deliveries queued
+   * again and not yet attempted, on deliveries_requeued (migration 019). The cursor is compared as a row
+   * value, which both seek on: SQLite on the three key columns after stream_id's equality, PostgreSQL
+   * only on all four (with three it filters the rows of delivery_attempts_timestamp instead, every
+   * stream's since then).
    */
   streamAttempts(streamId: string, after: AttemptKey | undefined, limit: number): Promise<StreamAttemptRow[]> {
     const direction = after === undefined ? 'desc' : 'asc';
     const postgres = this.database.dialect === 'postgres';
-    return this.database.db
+    const db = this.database.db;
+    const from = (stream: string, timestamp: string, event: string, seq: string) =>
+      sql.join(
+        postgres
+          ? [sql.ref(stream), sql.ref(timestamp), sql.ref(event), sql.ref(seq)]
+          : [sql.ref(timestamp), sql.ref(event), sql.ref(seq)],
+      );
+    const past =
+      after === undefined
+        ? undefined
+        : sql.join(
+            postgres
+              ? [streamId, after.timestamp, after.event_id, after.seq]
+              : [after.timestamp, after.event_id, after.seq],
+          );
+    const recorded = db
       .selectFrom('delivery_attempts as a')
       .innerJoin('deliveries as d', (join) =>
         join.onRef('d.stream_id', '=', 'a.stream_id').onRef('d.event_id', '=', 'a.event_id'),
       )
       .select(['a.timestamp', 'a.event_id', 'a.seq', 'd.event_type', 'a.status', 'a.duration', 'a.error_message'])
       .where('a.stream_id', '=', streamId)
-      .$if(after !== undefined, (q) =>
-        q.where((eb) =>
-          postgres
-            ? eb(
-                eb.refTuple('a.stream_id', 'a.timestamp', 'a.event_id', 'a.seq'),
-                '>',
-                eb.tuple(streamId, after!.timestamp, after!.event_id, after!.seq),
-              )
-            : eb(
-                eb.refTuple('a.timestamp', 'a.event_id', 'a.seq'),
-                '>',
-                eb.tuple(after!.timestamp, after!.event_id, after!.seq),
-              ),
-        ),
+      .$if(past !== undefined, (q) =>
+        q.where(sql<boolean>`(${from('a.stream_id', 'a.timestamp', 'a.event_id', 'a.seq')}) > (${past!})`),
       )
       .orderBy('a.stream_id', direction)
       .orderBy('a.timestamp', direction)
       .orderBy('a.event_id', direction)
       .orderBy('a.seq', direction)
+      .limit(limit);
+    const waiting = db
+      .selectFrom('deliveries')
+      .select([
+        'updated_at as timestamp',
+        'event_id',
+        'attempt_seq as seq',
+        'event_type',
+        sql.lit<AttemptRow['status']>('retrying').as('status'),
+        sql<number | null>`CAST(NULL AS double precision)`.as('duration'),
+        sql<string | null>`CAST(NULL AS text)`.as('error_message'),
+      ])
+      .where('stream_id', '=', streamId)
+      .where(REQUEUED)
+      .$if(past !== undefined, (q) =>
+        q.where(sql<boolean>`(${from('stream_id', 'updated_at', 'event_id', 'attempt_seq')}) > (${past!})`),
+      )
+      .orderBy('stream_id', direction)
+      .orderBy('updated_at', direction)
+      .orderBy('event_id', direction)
+      .orderBy('attempt_seq', direction)
+      .limit(limit);
+    return db
+      .selectFrom(
+        db
+          .selectFrom(recorded.as('r'))
+          .selectAll()
+          .unionAll(db.selectFrom(waiting.as('w')).selectAll())
+          .as('u'),
+      )
+      .selectAll()
+      .orderBy('timestamp', direction)
+      .orderBy('event_id', direction)
+      .orderBy('seq', direction)
       .limit(limit)
       .execute();
   }

@@ -15,6 +15,11 @@ const SQLITE_UPDATE = `
 const SQLITE_INSERT = `
   INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp, error_message, duration)
   VALUES (:stream_id, :event_id, :seq, :attempt_status, :at, :error_message, :duration)`;
+// The redelivery's marker, before the first attempt after it (see Outcome.requeued_at). DO NOTHING: a
+// row the redelivery itself wrote (a node of an earlier version) stays as it is.
+const SQLITE_INSERT_RETRYING = `
+  INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp)
+  VALUES (:stream_id, :event_id, :seq - 1, 'retrying', :requeued_at) ON CONFLICT DO NOTHING`;
 
 /** The stream's run of failures once the batch's outcomes for it are counted (`t`: the batch's tally, `s`: the stream). */
 const NEXT_RUN = `((CASE WHEN t.reset THEN 0 ELSE s.consecutive_failures END) + t.failures)`;
@@ -24,8 +29,8 @@ const NEXT_RUN = `((CASE WHEN t.reset THEN 0 ELSE s.consecutive_failures END) + 
 // whose run changes are locked in id order first, so two nodes recording at once cannot deadlock.
 const POSTGRES_RECORD = `
   WITH outcome AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::float8[])
-      WITH ORDINALITY AS o(stream_id, event_id, lease, status, attempt_count, next_attempt_at, at, seq, attempt_status, error_message, duration, ord)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::float8[], $17::text[])
+      WITH ORDINALITY AS o(stream_id, event_id, lease, status, attempt_count, next_attempt_at, at, seq, attempt_status, error_message, duration, requeued_at, ord)
   ), updated AS (
     UPDATE deliveries d SET status = o.status, attempt_count = o.attempt_count, attempt_seq = d.attempt_seq + 1,
       next_attempt_at = o.next_attempt_at, claimed_until = NULL, updated_at = o.at
@@ -34,10 +39,13 @@ const POSTGRES_RECORD = `
     RETURNING d.stream_id, d.event_id
   ), recorded AS (
     SELECT o.* FROM updated u JOIN outcome o ON o.stream_id = u.stream_id AND o.event_id = u.event_id
+  ), requeued AS (
+    INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp)
+    SELECT stream_id, event_id, seq - 1, 'retrying', requeued_at FROM recorded WHERE requeued_at IS NOT NULL
+    ON CONFLICT DO NOTHING
   ), inserted AS (
     INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp, error_message, duration)
     SELECT stream_id, event_id, seq, attempt_status, at, error_message, duration FROM recorded
-    RETURNING 1
   ), tally AS (
     SELECT stream_id, bool_or(attempt_status = 'delivered') AS reset,
       count(*) FILTER (WHERE attempt_status = 'failed' AND ord > last_success)::int AS failures, max(at) AS at
@@ -64,7 +72,7 @@ const POSTGRES_RECORD = `
     WHERE s.id = t.stream_id AND l.id = s.id
     RETURNING s.id, s.status, l.was
   )
-  SELECT (SELECT count(*) FROM inserted)::int AS recorded,
+  SELECT (SELECT count(*) FROM recorded)::int AS recorded,
     coalesce((SELECT json_agg(id) FROM streams WHERE was = 'enabled' AND status = 'disabled'), '[]'::json) AS disabled`;
 
 /** How many attempts were recorded, and the streams the recording disabled. */
@@ -83,6 +91,7 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
   if (!recorder) {
     const update = sqlite.prepare<[Outcome], void>(SQLITE_UPDATE);
     const insert = sqlite.prepare<[Outcome], void>(SQLITE_INSERT);
+    const insertRetrying = sqlite.prepare<[Outcome], void>(SQLITE_INSERT_RETRYING);
     const stream = sqlite.prepare<[string], StreamRun>(
       'SELECT consecutive_failures, circuit_open_until, status FROM event_streams WHERE id = ?',
     );
@@ -95,6 +104,7 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
       const result: Recorded = { recorded: 0, disabled: [] };
       for (const outcome of outcomes) {
         if (update.run(outcome).changes === 0) continue;
+        if (outcome.requeued_at !== null) insertRetrying.run(outcome);
         insert.run(outcome);
         result.recorded++;
         tallies.set(outcome.stream_id, tally(tallies.get(outcome.stream_id), outcome));
@@ -127,7 +137,8 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
 
 /**
  * Records finished attempts, many in one transaction (SQLite) or one statement (PostgreSQL): each
- * delivery takes its new state and gains its attempt row, and with `circuit` each stream's run of
+ * delivery takes its new state and gains its attempt row (the first after a redelivery also that
+ * redelivery's `retrying` row, see Outcome.requeued_at), and with `circuit` each stream's run of
  * failures is counted: it opens the stream's circuit, and a long one disables the stream. Returns how
  * many attempts were recorded.
  */
@@ -169,6 +180,7 @@ async function record(
         circuit?.cooldownMs ?? 0,
         circuit?.disableAfter ?? 0,
         disabledReason(circuit?.disableAfter ?? 0),
+        column('requeued_at'),
       ],
     });
     const row = result.rows[0]!;

@@ -135,6 +135,7 @@ for (const kind of databaseKinds()) {
         attempt_status: delivered ? 'delivered' : 'failed',
         error_message: delivered ? null : 'Unexpected status code 503 from POST http://127.0. ...',
         duration: 1.25,
+        requeued_at: null,
       });
       assert.equal(await recordOutcomes(db, [outcome(0, true), outcome(1, false), outcome(2, true)]), 2);
       const rows = await db.db.selectFrom('deliveries').selectAll().where('stream_id', '=', s).execute();

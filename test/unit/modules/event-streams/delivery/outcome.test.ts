@@ -11,6 +11,7 @@ const claim = (attempts: number): AttemptedDelivery => ({
   attempt_count: attempts,
   attempt_seq: attempts + 2,
   claimed_until: '2025-03-01T12:01:00.000Z',
+  updated_at: '2025-03-01T11:00:00.000Z',
 });
 
 describe('what an attempt means for its delivery', () => {
@@ -28,7 +29,18 @@ describe('what an attempt means for its delivery', () => {
       attempt_status: 'delivered',
       error_message: null,
       duration: 12.346,
+      requeued_at: null,
     });
+  });
+
+  it("the first attempt after a redelivery carries that redelivery's time, for its retrying row; no other does", () => {
+    const sent = { kind: 'delivered', durationMs: 1 } as const;
+    // Queued again: attempts start over (count 0) after some were made (seq 5: four attempts and the marker).
+    const first = outcomeOf({ ...claim(0), attempt_seq: 5 }, sent, settings, AT);
+    assert.equal(first.requeued_at, '2025-03-01T11:00:00.000Z');
+    assert.equal(first.seq, 6, 'the attempt follows the retrying row, which holds seq 5');
+    assert.equal(outcomeOf({ ...claim(0), attempt_seq: 0 }, sent, settings, AT).requeued_at, null, 'a first attempt');
+    assert.equal(outcomeOf({ ...claim(1), attempt_seq: 6 }, sent, settings, AT).requeued_at, null, 'a retry');
   });
 
   it('a retryable failure goes again after the wait the schedule gives the attempt it was', () => {
