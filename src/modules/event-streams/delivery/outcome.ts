@@ -1,6 +1,7 @@
 import { nextAttemptAt } from '../../../background/retry-schedule.ts';
 import type { Config } from '../../../config.ts';
 import type { SendOutcome } from './send.ts';
+import { requeued } from '../store/deliveries.ts';
 
 /** One finished attempt: the delivery's next state and the attempt's row. */
 export interface Outcome {
@@ -68,12 +69,4 @@ export function outcomeOf(claim: AttemptedDelivery, sent: SendOutcome, settings:
     duration: Math.round(sent.durationMs * 1000) / 1000,
     requeued_at: requeued(claim) ? claim.updated_at : null,
   };
-}
-
-/**
- * A delivery queued again by a redelivery and not attempted since: its attempts start over (count 0)
- * after some were made (seq above 0). Its `retrying` attempt is the seq it holds, at its updated_at.
- */
-export function requeued(delivery: Pick<AttemptedDelivery, 'attempt_count' | 'attempt_seq'>): boolean {
-  return delivery.attempt_count === 0 && delivery.attempt_seq > 0;
 }

@@ -1,7 +1,6 @@
 import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import type { Database, Tx } from '../../../db/database.ts';
 import { insertInSlices } from '../../../db/database.ts';
-import { requeued } from '../delivery/outcome.ts';
 import type { DeliveriesTable, DeliveryAttemptsTable, EventsTable, Schema } from '../../../db/schema.ts';
 
 export type EventRow = Selectable<EventsTable>;
@@ -20,6 +19,14 @@ const FAILED = sql.lit<DeliveryRow['status']>('failed');
  * deliveries_requeued's condition, literals included, so that either planner uses that index.
  */
 const REQUEUED = sql<boolean>`status = 'pending' AND attempt_count = 0 AND attempt_seq > 0`;
+
+/**
+ * A delivery queued again by a redelivery and not attempted since: its attempts start over (count 0)
+ * after some were made (seq above 0). Its `retrying` attempt is the seq it holds, at its updated_at.
+ */
+export function requeued(delivery: Pick<DeliveryRow, 'attempt_count' | 'attempt_seq'>): boolean {
+  return delivery.attempt_count === 0 && delivery.attempt_seq > 0;
+}
 
 /**
  * The `retrying` attempt of a delivery queued again and not yet attempted: it takes the seq the
@@ -247,9 +254,9 @@ export class DeliveryStore {
   /**
    * Queues the failed deliveries matching `which` again: one UPDATE, whatever their number; no delivery is
    * read into memory. Each one's `retrying` attempt is not written here: it takes the next seq and the
-   * delivery's updated_at, is read from the delivery while it waits (requeued()), and is written with its
-   * next attempt (outcomes.ts). Writing 100,000 attempt rows, their three indexes and (PostgreSQL) their
-   * foreign-key checks took more than the UPDATE itself.
+   * delivery's updated_at, is read from the delivery while it waits (requeuedAttempt, streamAttempts),
+   * and is written with its next attempt (outcomes.ts). Writing 100,000 attempt rows, their three
+   * indexes and (PostgreSQL) their foreign-key checks took more than the UPDATE itself.
    */
   async queueAgain(trx: Tx, which: FailedDeliveries, at: string): Promise<number> {
     const updated = await trx
