@@ -156,6 +156,78 @@ describe('migration 019: retrying attempts of waiting redeliveries', () => {
       );
     });
 
+    it('shows once a retrying row written when queueing, as a node of an earlier version still does', async () => {
+      const db = database.db;
+      await db
+        .insertInto('events')
+        .values({
+          id: 'evt_d',
+          tenant_id: 't1',
+          type: 'user.created',
+          time: T0,
+          source: 'urn:test',
+          data: '{}',
+          purpose: null,
+        })
+        .execute();
+      await db
+        .insertInto('deliveries')
+        .values({
+          stream_id: 'est_1',
+          event_id: 'evt_d',
+          event_type: 'user.created',
+          event_time: T0,
+          status: 'pending',
+          attempt_count: 0,
+          attempt_seq: 2,
+          next_attempt_at: T2,
+          claimed_until: null,
+          updated_at: T2,
+        })
+        .execute();
+      await db
+        .insertInto('delivery_attempts')
+        .values([
+          {
+            stream_id: 'est_1',
+            event_id: 'evt_d',
+            seq: 1,
+            status: 'failed',
+            timestamp: T0,
+            error_message: 'HTTP 503',
+            duration: 3,
+          },
+          {
+            stream_id: 'est_1',
+            event_id: 'evt_d',
+            seq: 2,
+            status: 'retrying',
+            timestamp: T2,
+            error_message: null,
+            duration: null,
+          },
+        ])
+        .execute();
+      const deliveries = new Deliveries(
+        database,
+        new StreamStore(database),
+        new DeliveryStore(database),
+        async () => undefined,
+      );
+      const feed = await deliveries.attempts('t1', 'est_1', { take: 100 });
+      assert.deepEqual(
+        feed.attempts.filter((a) => a.event_id === 'evt_d').map((a) => `${a.seq} ${a.status}`),
+        ['2 retrying', '1 failed'],
+      );
+      const shown = await deliveries.get('t1', 'est_1', 'evt_d');
+      assert.deepEqual(
+        shown.attempts.map((a) => a.status),
+        ['failed', 'retrying'],
+      );
+      await db.deleteFrom('delivery_attempts').where('event_id', '=', 'evt_d').execute();
+      await db.deleteFrom('deliveries').where('event_id', '=', 'evt_d').execute();
+    });
+
     it("writes the waiting one's retrying row with its next attempt", async () => {
       const lease = '2026-06-02T00:01:00.000Z';
       await database.db

@@ -336,6 +336,18 @@ export class DeliveryStore {
       ])
       .where('stream_id', '=', streamId)
       .where(REQUEUED)
+      // Written already: by a node of an earlier version, which wrote it when queueing (one primary-key probe).
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('delivery_attempts as x')
+              .select(sql.lit(1).as('one'))
+              .whereRef('x.stream_id', '=', 'deliveries.stream_id')
+              .whereRef('x.event_id', '=', 'deliveries.event_id')
+              .whereRef('x.seq', '=', 'deliveries.attempt_seq'),
+          ),
+        ),
+      )
       .$if(past !== undefined, (q) =>
         q.where(sql<boolean>`(${from('stream_id', 'updated_at', 'event_id', 'attempt_seq')}) > (${past!})`),
       )

@@ -8,6 +8,9 @@ export type { Outcome };
 
 // Only the holder of the lease records the outcome: after a redelivery, or a re-claim once the lease
 // ran out, the delivery is someone else's, and the attempt goes unrecorded as its send went unasked.
+// A batch may hold two outcomes of one delivery (its recording failed for longer than the lease, and the
+// same worker claimed it again): only the one whose lease the update matched is recorded (PostgreSQL:
+// `updated` returns that outcome's own row, not every outcome of the delivery).
 const SQLITE_UPDATE = `
   UPDATE deliveries SET status = :status, attempt_count = :attempt_count, attempt_seq = attempt_seq + 1,
     next_attempt_at = :next_attempt_at, claimed_until = NULL, updated_at = :at
@@ -36,9 +39,9 @@ const POSTGRES_RECORD = `
       next_attempt_at = o.next_attempt_at, claimed_until = NULL, updated_at = o.at
     FROM outcome o
     WHERE d.stream_id = o.stream_id AND d.event_id = o.event_id AND d.status = 'pending' AND d.claimed_until = o.lease
-    RETURNING d.stream_id, d.event_id
+    RETURNING o.ord
   ), recorded AS (
-    SELECT o.* FROM updated u JOIN outcome o ON o.stream_id = u.stream_id AND o.event_id = u.event_id
+    SELECT o.* FROM updated u JOIN outcome o ON o.ord = u.ord
   ), requeued AS (
     INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp)
     SELECT stream_id, event_id, seq - 1, 'retrying', requeued_at FROM recorded WHERE requeued_at IS NOT NULL

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../../../src/config.ts';
+import { outcomeOf } from '../../../../src/modules/event-streams/delivery/outcome.ts';
 import { claimDue } from '../../../../src/modules/event-streams/store/claim.ts';
 import { recordOutcomes, type Outcome } from '../../../../src/modules/event-streams/store/outcomes.ts';
 import { createServices, type Services } from '../../../../src/services.ts';
@@ -168,6 +169,36 @@ for (const kind of databaseKinds()) {
       );
       // Recording the same attempt again changes nothing: its lease is gone.
       assert.equal(await recordOutcomes(db, [outcome(0, true)]), 0);
+    });
+
+    it('records one attempt when a batch holds two of one delivery, the first made under a lease that ran out', async () => {
+      // The recording failed for longer than the lease (the database was away): the same worker claimed
+      // the delivery again and sent it again, and both outcomes wait in one batch.
+      const s = await stream('twice');
+      await queue(s, 1);
+      const db = server.services.database;
+      const limits = { limit: 1, perStream: 1, ...noReserve, running: new Map() };
+      const [first] = await claimDue(db, { leaseMs: 1000 }, limits);
+      const [again] = await claimDue(db, { at: lease(5000), leaseMs: 60_000 }, limits);
+      assert.ok(first && again && first.event_id === again.event_id && first.claimed_until !== again.claimed_until);
+      const sent = { kind: 'delivered', durationMs: 2 } as const;
+      const settings = { deliveryRetryScheduleMs: [1000], deliveryRetryAfterMaxMs: 60_000 };
+      const at = new Date().toISOString();
+      assert.equal(
+        await recordOutcomes(db, [outcomeOf(first, sent, settings, at), outcomeOf(again, sent, settings, at)]),
+        1,
+      );
+      const attempts = await db.db
+        .selectFrom('delivery_attempts')
+        .select(['seq', 'status'])
+        .where('stream_id', '=', s)
+        .execute();
+      assert.deepEqual(
+        attempts.map((a) => [a.seq, a.status]),
+        [[1, 'delivered']],
+      );
+      const row = await db.db.selectFrom('deliveries').selectAll().where('stream_id', '=', s).executeTakeFirstOrThrow();
+      assert.deepEqual([row.status, row.attempt_seq, row.claimed_until], ['delivered', 1, null]);
     });
   });
 
