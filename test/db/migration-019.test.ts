@@ -12,6 +12,41 @@ const QUEUED = '2026-06-02T00:00:00.000Z';
 const T2 = '2026-06-02T00:00:05.000Z';
 const [waiting, attempted, fresh] = ['evt_a', 'evt_b', 'evt_c'];
 
+const delivery = (event_id: string, status: 'pending' | 'delivered', count: number, seq: number, at: string) => ({
+  stream_id: 'est_1',
+  event_id,
+  event_type: 'user.created',
+  event_time: T0,
+  status,
+  attempt_count: count,
+  attempt_seq: seq,
+  next_attempt_at: at,
+  claimed_until: null,
+  updated_at: at,
+});
+const attempt = (event_id: string, seq: number, status: 'failed' | 'retrying' | 'delivered', timestamp: string) => ({
+  stream_id: 'est_1',
+  event_id,
+  seq,
+  status,
+  timestamp,
+  error_message: status === 'failed' ? 'HTTP 503' : null,
+  duration: status === 'retrying' ? null : 3,
+});
+const event = (id: string) => ({
+  id,
+  tenant_id: 't1',
+  type: 'user.created',
+  time: T0,
+  source: 'urn:test',
+  data: '{}',
+  purpose: null,
+});
+
+/** The deliveries service as the routes use it: the delivery view and the attempts feed. */
+const deliveriesOf = (database: Database) =>
+  new Deliveries(database, new StreamStore(database), new DeliveryStore(database), async () => undefined);
+
 /**
  * Migration 019: a redelivery no longer writes its `retrying` rows when it is queued (they are read from the
  * delivery until its next attempt writes them). The rows an earlier version wrote for deliveries still
@@ -43,45 +78,7 @@ describe('migration 019: retrying attempts of waiting redeliveries', () => {
           updated_at: T0,
         })
         .execute();
-      const delivery = (event_id: string, status: 'pending' | 'delivered', count: number, seq: number, at: string) => ({
-        stream_id: 'est_1',
-        event_id,
-        event_type: 'user.created',
-        event_time: T0,
-        status,
-        attempt_count: count,
-        attempt_seq: seq,
-        next_attempt_at: at,
-        claimed_until: null,
-        updated_at: at,
-      });
-      const attempt = (
-        event_id: string,
-        seq: number,
-        status: 'failed' | 'retrying' | 'delivered',
-        timestamp: string,
-      ) => ({
-        stream_id: 'est_1',
-        event_id,
-        seq,
-        status,
-        timestamp,
-        error_message: status === 'failed' ? 'HTTP 503' : null,
-        duration: status === 'retrying' ? null : 3,
-      });
-      for (const id of [waiting, attempted, fresh])
-        await db
-          .insertInto('events')
-          .values({
-            id,
-            tenant_id: 't1',
-            type: 'user.created',
-            time: T0,
-            source: 'urn:test',
-            data: '{}',
-            purpose: null,
-          })
-          .execute();
+      await db.insertInto('events').values([waiting, attempted, fresh].map(event)).execute();
       await db
         .insertInto('deliveries')
         .values([
@@ -128,12 +125,7 @@ describe('migration 019: retrying attempts of waiting redeliveries', () => {
         `${attempted}#2 retrying ${QUEUED}`,
         `${attempted}#3 delivered ${T2}`,
       ]);
-      const deliveries = new Deliveries(
-        database,
-        new StreamStore(database),
-        new DeliveryStore(database),
-        async () => undefined,
-      );
+      const deliveries = deliveriesOf(database);
       const shown = await deliveries.get('t1', 'est_1', waiting);
       assert.deepEqual(
         shown.attempts.map((a) => [a.status, a.timestamp]),
@@ -158,62 +150,16 @@ describe('migration 019: retrying attempts of waiting redeliveries', () => {
 
     it('shows once a retrying row written when queueing, as a node of an earlier version still does', async () => {
       const db = database.db;
-      await db
-        .insertInto('events')
-        .values({
-          id: 'evt_d',
-          tenant_id: 't1',
-          type: 'user.created',
-          time: T0,
-          source: 'urn:test',
-          data: '{}',
-          purpose: null,
-        })
-        .execute();
+      await db.insertInto('events').values(event('evt_d')).execute();
       await db
         .insertInto('deliveries')
-        .values({
-          stream_id: 'est_1',
-          event_id: 'evt_d',
-          event_type: 'user.created',
-          event_time: T0,
-          status: 'pending',
-          attempt_count: 0,
-          attempt_seq: 2,
-          next_attempt_at: T2,
-          claimed_until: null,
-          updated_at: T2,
-        })
+        .values(delivery('evt_d', 'pending', 0, 2, T2))
         .execute();
       await db
         .insertInto('delivery_attempts')
-        .values([
-          {
-            stream_id: 'est_1',
-            event_id: 'evt_d',
-            seq: 1,
-            status: 'failed',
-            timestamp: T0,
-            error_message: 'HTTP 503',
-            duration: 3,
-          },
-          {
-            stream_id: 'est_1',
-            event_id: 'evt_d',
-            seq: 2,
-            status: 'retrying',
-            timestamp: T2,
-            error_message: null,
-            duration: null,
-          },
-        ])
+        .values([attempt('evt_d', 1, 'failed', T0), attempt('evt_d', 2, 'retrying', T2)])
         .execute();
-      const deliveries = new Deliveries(
-        database,
-        new StreamStore(database),
-        new DeliveryStore(database),
-        async () => undefined,
-      );
+      const deliveries = deliveriesOf(database);
       const feed = await deliveries.attempts('t1', 'est_1', { take: 100 });
       assert.deepEqual(
         feed.attempts.filter((a) => a.event_id === 'evt_d').map((a) => `${a.seq} ${a.status}`),
