@@ -22,6 +22,21 @@ export interface Principal {
   scopes: ReadonlySet<string>;
 }
 
+/**
+ * The `scope` claim as JSON text, once per scope list: a client's list is one shared array while its
+ * stored text is unchanged (ClientService), and an admin's 4 KB of scopes joined and escaped again on
+ * every grant cost it 6% of its CPU. A narrowed list is a new array, written for its grant alone.
+ */
+const scopeJsons = new WeakMap<readonly string[], string>();
+function scopeJsonOf(scopes: readonly string[]): string {
+  let json = scopeJsons.get(scopes);
+  if (json === undefined) {
+    json = JSON.stringify(scopes.join(' '));
+    if (Object.isFrozen(scopes)) scopeJsons.set(scopes, json);
+  }
+  return json;
+}
+
 const encodeJson = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 interface CachedToken {
@@ -79,7 +94,7 @@ export class AccessTokenService {
     const key = await this.keys.current(input.tenant.id);
     const iat = Math.floor(Date.now() / 1000);
     const header = encodeJson({ alg: 'RS256', typ: 'JWT', kid: key.kid });
-    const scopeJson = JSON.stringify(input.scopes.join(' '));
+    const scopeJson = scopeJsonOf(input.scopes);
     const payloadJson =
       `{"iss":${JSON.stringify(issuerOf(input.domain))},"sub":${JSON.stringify(`${input.clientId}@clients`)}` +
       `,"aud":${JSON.stringify(input.audience)},"iat":${iat},"exp":${iat + this.lifetimeSeconds}` +
