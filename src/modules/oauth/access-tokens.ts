@@ -100,7 +100,8 @@ export class AccessTokenService {
       `,"aud":${JSON.stringify(input.audience)},"iat":${iat},"exp":${iat + this.lifetimeSeconds}` +
       `,"scope":${scopeJson},"gty":"client-credentials","azp":${JSON.stringify(input.clientId)}}`;
     const signingInput = `${header}.${Buffer.from(payloadJson).toString('base64url')}`;
-    const signature = await sign('sha256', Buffer.from(signingInput), key.privateKey);
+    // Base64url and a dot: ASCII, whose latin1 bytes are its UTF-8 bytes, copied without measuring UTF-8 first.
+    const signature = await sign('sha256', Buffer.from(signingInput, 'latin1'), key.privateKey);
     return {
       accessToken: `${signingInput}.${signature.toString('base64url')}`,
       expiresIn: this.lifetimeSeconds,
