@@ -66,6 +66,8 @@ export class DeliveryWorker {
   private readonly perStream = new Map<string, number>();
   /** Attempts finished and not yet recorded. */
   private finished: Outcome[] = [];
+  /** Attempts whose recording failed on its own (see flush): tried after the others. */
+  private readonly failedAlone = new WeakSet<Outcome>();
   /** The earliest retry this worker scheduled that has not fallen due yet (epoch ms). */
   private nextRetryAt = Infinity;
   /**
@@ -167,19 +169,65 @@ export class DeliveryWorker {
     return Math.min(this.settings.deliveryPollMs, Math.max(0, this.nextRetryAt - Date.now()));
   }
 
+  /**
+   * Records the finished attempts, all in one batch. When the batch fails, they are recorded one at a
+   * time, so an outcome whose recording fails (a bug, a constraint) holds back no other. Such an
+   * outcome is marked: from then on it is recorded alone, after the others' batch, and the round goes
+   * on to its claim. When the first outcome tried alone was never marked, the database itself is taken
+   * to have failed: the outcomes are put back and the error ends the round. An outcome is given up
+   * once its recording fails after its lease ran out: its delivery is claimable again and is sent again
+   * (at-least-once), and a record made now could no longer tell this attempt's lease from the next one's.
+   */
   private async flush(): Promise<void> {
     if (this.finished.length === 0) return;
-    const batch = this.finished;
+    let fresh = this.finished.filter((outcome) => !this.failedAlone.has(outcome));
+    const marked = this.finished.filter((outcome) => this.failedAlone.has(outcome));
     this.finished = [];
-    try {
-      await recordOutcomes(this.database, batch, this.circuit);
-    } catch (error) {
-      // Tried again next round; their leases keep the deliveries from being claimed meanwhile.
-      this.finished = batch.concat(this.finished);
-      throw error;
+    if (fresh.length > 1) {
+      try {
+        await recordOutcomes(this.database, fresh, this.circuit);
+        this.counted(fresh);
+        fresh = [];
+      } catch (error) {
+        this.logger.warn(
+          { err: error, attempts: fresh.length },
+          'event delivery: recording the attempts together failed; recording them one at a time',
+        );
+      }
     }
-    for (const outcome of batch) {
-      // Counted once recorded: a batch whose recording failed is counted when it is recorded again.
+    const alone = [...fresh, ...marked];
+    for (let i = 0; i < alone.length; i++) {
+      const outcome = alone[i]!;
+      try {
+        await recordOutcomes(this.database, [outcome], this.circuit);
+        this.counted([outcome]);
+      } catch (error) {
+        const failedBefore = this.failedAlone.has(outcome);
+        this.failedAlone.add(outcome);
+        const expired = Date.parse(outcome.lease) <= Date.now();
+        const attempt = `the attempt of event ${outcome.event_id} to stream ${outcome.stream_id}`;
+        const failed = new Error(
+          expired
+            ? `${attempt} could not be recorded and is given up: its lease ran out, so the delivery is sent again`
+            : `recording ${attempt} failed; it is tried again at the next round`,
+          { cause: error },
+        );
+        if (i === 0 && !failedBefore) {
+          // Before the attempts that finished meanwhile, as they were.
+          this.finished = [...alone.slice(expired ? 1 : 0), ...this.finished];
+          throw failed;
+        }
+        if (!expired) this.finished.push(outcome);
+        // Said once when it first fails and once when it is given up, not at every round between.
+        if (expired || !failedBefore)
+          this.logger.error({ err: failed }, 'event delivery: an attempt could not be recorded');
+      }
+    }
+  }
+
+  /** Counted once recorded: a batch whose recording failed is counted when it is recorded again. */
+  private counted(recorded: readonly Outcome[]): void {
+    for (const outcome of recorded) {
       this.metrics.delivery(outcome.status === 'pending' ? 'retry' : outcome.status);
       if (outcome.status === 'pending')
         this.nextRetryAt = Math.min(this.nextRetryAt, Date.parse(outcome.next_attempt_at));

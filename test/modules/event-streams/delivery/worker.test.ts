@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { PassThrough } from 'node:stream';
 import { loadConfig } from '../../../../src/config.ts';
 import { outcomeOf } from '../../../../src/modules/event-streams/delivery/outcome.ts';
 import { claimDue } from '../../../../src/modules/event-streams/store/claim.ts';
@@ -199,6 +200,126 @@ for (const kind of databaseKinds()) {
       );
       const row = await db.db.selectFrom('deliveries').selectAll().where('stream_id', '=', s).executeTakeFirstOrThrow();
       assert.deepEqual([row.status, row.attempt_seq, row.claimed_until], ['delivered', 1, null]);
+    });
+  });
+
+  describe(`an attempt that cannot be recorded holds back no other (${kind})`, () => {
+    let server: TestServer;
+    let receiver: WebhookReceiver;
+    const logs: string[] = [];
+    before(async () => {
+      receiver = await startWebhookReceiver();
+      const logStream = new PassThrough();
+      logStream.on('data', (chunk: Buffer) => logs.push(chunk.toString()));
+      server = await startTestServer(
+        kind,
+        {
+          DELIVERY_ALLOW_HTTP: 'true',
+          DELIVERY_POLL_MS: '50',
+          DELIVERY_TIMEOUT_MS: '1000',
+          DELIVERY_LEASE_MS: '3000',
+          LOG_LEVEL: 'warn',
+        },
+        { logStream },
+      );
+    });
+    after(async () => {
+      await server.close();
+      await receiver.close();
+    });
+
+    /** Inserting an attempt of `streamId` fails, as a bug or a constraint would make it (a real trigger). */
+    const poison = async (streamId: string) => {
+      const { sqlite, pool } = server.services.database;
+      if (sqlite) {
+        sqlite.exec(`CREATE TRIGGER poison BEFORE INSERT ON delivery_attempts WHEN NEW.stream_id = '${streamId}'
+          BEGIN SELECT RAISE(ABORT, 'poisoned attempt'); END`);
+      } else {
+        await pool!.query(`CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+          IF NEW.stream_id = '${streamId}' THEN RAISE EXCEPTION 'poisoned attempt'; END IF; RETURN NEW; END $$`);
+        await pool!.query(
+          'CREATE TRIGGER poison BEFORE INSERT ON delivery_attempts FOR EACH ROW EXECUTE FUNCTION poison()',
+        );
+      }
+    };
+    const cure = async () => {
+      const { sqlite, pool } = server.services.database;
+      if (sqlite) sqlite.exec('DROP TRIGGER poison');
+      else await pool!.query('DROP TRIGGER poison ON delivery_attempts');
+    };
+    const delivery = (streamId: string) =>
+      server.services.database.db
+        .selectFrom('deliveries')
+        .select(['status', 'attempt_seq', 'claimed_until'])
+        .where('stream_id', '=', streamId)
+        .executeTakeFirstOrThrow();
+    const until = async (what: string, check: () => Promise<boolean>) => {
+      const deadline = Date.now() + 20_000;
+      while (!(await check())) {
+        assert.ok(Date.now() < deadline, `waited too long for ${what}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const testEvent = async (streamId: string) => {
+      const sent = await server.request({
+        method: 'POST',
+        url: `/api/v2/event-streams/${streamId}/test`,
+        payload: { event_type: 'user.created' },
+      });
+      assert.equal(sent.statusCode, 202, sent.body);
+      return sent.json().id as string;
+    };
+
+    it('records the others one at a time, gives the attempt up once its lease ran out, and sends it again', async () => {
+      const streams: string[] = [];
+      for (const name of ['poisoned', 'healthy']) {
+        const created = await server.request({
+          method: 'POST',
+          url: '/api/v2/event-streams',
+          payload: { name, destination: webhook(receiver.url) },
+        });
+        assert.equal(created.statusCode, 201, created.body);
+        streams.push(created.json().id as string);
+      }
+      const [poisoned, healthy] = streams as [string, string];
+      await poison(poisoned);
+
+      const stuck = await testEvent(poisoned);
+      await receiver.waitFor((r) => r.some((request) => request.json().id === stuck), 10_000);
+      // Its recording failed at least once (its first failure ends the round: nothing was recorded).
+      await until('the failed recording', async () => logs.join('').includes('poisoned attempt'));
+      // Finished after it, so recorded in a batch with it: only one at a time gets it through.
+      const passing = await testEvent(healthy);
+      await until('the healthy delivery', async () => (await delivery(healthy)).status === 'delivered');
+      const held = await delivery(poisoned);
+      assert.deepEqual([held.status, held.attempt_seq], ['pending', 0]);
+      assert.ok(held.claimed_until, 'the poisoned delivery is still under its lease');
+      assert.equal(receiver.requests.filter((r) => r.json().id === passing).length, 1);
+
+      // Once its lease ran out, the attempt is given up (logged) and the delivery sent again.
+      await receiver.waitFor((r) => r.filter((request) => request.json().id === stuck).length >= 2, 15_000);
+      const givenUp = `event ${stuck} to stream ${poisoned} could not be recorded and is given up`;
+      await until('the attempt given up', async () => logs.join('').includes(givenUp));
+      await cure();
+      await until('the poisoned delivery, cured', async () => (await delivery(poisoned)).status === 'delivered');
+      const attempts = await server.services.database.db
+        .selectFrom('delivery_attempts')
+        .select(['seq', 'status'])
+        .where('stream_id', '=', poisoned)
+        .orderBy('seq')
+        .execute();
+      // The attempts made under the poison are not recorded; the first recorded is seq 1.
+      assert.deepEqual(attempts[0], { seq: 1, status: 'delivered' });
+      assert.equal(attempts.length, 1);
+      // Said when each attempt first failed and when the first was given up, not at every 50 ms round
+      // of the three-second lease between (about 60 lines).
+      const lines = logs
+        .join('')
+        .split('\n')
+        .filter((line) => line.includes(`event ${stuck} to stream`));
+      assert.ok(lines.length >= 2 && lines.length <= 4, `${lines.length} log lines about the attempts`);
+      // No line of the log carries the stream's bearer token.
+      assert.ok(!logs.join('').includes('worker-token'));
     });
   });
 
