@@ -183,16 +183,14 @@ export class DeliveryWorker {
     let fresh = this.finished.filter((outcome) => !this.failedAlone.has(outcome));
     const marked = this.finished.filter((outcome) => this.failedAlone.has(outcome));
     this.finished = [];
+    let batchError: unknown;
     if (fresh.length > 1) {
       try {
         await recordOutcomes(this.database, fresh, this.circuit);
         this.counted(fresh);
         fresh = [];
       } catch (error) {
-        this.logger.warn(
-          { err: error, attempts: fresh.length },
-          'event delivery: recording the attempts together failed; recording them one at a time',
-        );
+        batchError = error;
       }
     }
     const alone = [...fresh, ...marked];
@@ -222,6 +220,13 @@ export class DeliveryWorker {
         if (expired || !failedBefore)
           this.logger.error({ err: failed }, 'event delivery: an attempt could not be recorded');
       }
+    }
+    // Said only when the round went on: when it ends with the database's error, that error is logged.
+    if (batchError !== undefined) {
+      this.logger.warn(
+        { err: batchError, attempts: fresh.length },
+        'event delivery: recording the attempts together failed; they were recorded one at a time',
+      );
     }
   }
 
