@@ -40,6 +40,8 @@ export interface Metrics {
   tokenRequest(outcome: TokenOutcome): void;
   rateLimited(bucket: RateLimitBucket): void;
   delivery(outcome: DeliveryOutcome): void;
+  /** A delivery worker's claim of due deliveries ran and took `claimed` of them (0: it found none). */
+  deliveryClaim(claimed: number): void;
   email(outcome: EmailOutcome): void;
   domainRecheck(outcome: RecheckOutcome): void;
 }
@@ -51,6 +53,7 @@ export const noMetrics: Metrics = {
   tokenRequest() {},
   rateLimited() {},
   delivery() {},
+  deliveryClaim() {},
   email() {},
   domainRecheck() {},
 };
@@ -88,6 +91,7 @@ export class PrometheusMetrics implements Metrics {
   private readonly tokens: Counter<'outcome'>;
   private readonly refusals: Counter<'bucket'>;
   private readonly deliveries: Counter<'outcome'>;
+  private readonly claims: Counter<'found'>;
   private readonly emails: Counter<'outcome'>;
   private readonly rechecks: Counter<'outcome'>;
 
@@ -126,6 +130,14 @@ export class PrometheusMetrics implements Metrics {
       name: 'tenantry_webhook_deliveries_total',
       help: 'Webhook delivery attempts recorded, by outcome (delivered, retry, failed)',
       labelNames: ['outcome'],
+      registers,
+    });
+    // Against tenantry_webhook_deliveries_total, the deliveries a claim takes on average; the claims that
+    // found none are database reads that sent nothing (a poll with no work, or every stream at its cap).
+    this.claims = new Counter({
+      name: 'tenantry_webhook_delivery_claims_total',
+      help: "Claims of due webhook deliveries run by this process's delivery worker, by whether they found any (some, none)",
+      labelNames: ['found'],
       registers,
     });
     this.emails = new Counter({
@@ -236,6 +248,10 @@ export class PrometheusMetrics implements Metrics {
 
   delivery(outcome: DeliveryOutcome): void {
     this.deliveries.inc({ outcome });
+  }
+
+  deliveryClaim(claimed: number): void {
+    this.claims.inc({ found: claimed > 0 ? 'some' : 'none' });
   }
 
   email(outcome: EmailOutcome): void {

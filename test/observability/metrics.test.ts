@@ -273,6 +273,11 @@ describe('metrics and readiness', { concurrency: true }, () =>
           return counts.delivered + counts.failed >= 2 ? counts : undefined;
         });
         assert.deepEqual(moved, { delivered: 1, retry: 2, failed: 1 });
+        // The claims that took them (test/modules/event-streams/delivery/worker.test.ts counts them exactly).
+        const claimed = (await scrape(metricsPort)).samples;
+        const claims = (found: string) => `tenantry_webhook_delivery_claims_total{found="${found}"}`;
+        assert.ok(value(claimed, claims('some')) - value(before, claims('some')) >= 1);
+        assert.ok(claimed.has(claims('none')), 'the polls that found nothing');
         assert.equal(delivered.requests.length, 2);
         assert.equal(failing.requests.length, 2);
         for (const id of streams) await api({ method: 'DELETE', path: `/api/v2/event-streams/${id}` });

@@ -93,7 +93,7 @@ export class DeliveryWorker {
     guard: EndpointGuard | undefined,
     private readonly wakeup: DeliveryWakeup | undefined,
     private readonly logger: Logger,
-    private readonly metrics: Pick<Metrics, 'delivery'> = noMetrics,
+    private readonly metrics: Pick<Metrics, 'delivery' | 'deliveryClaim'> = noMetrics,
   ) {
     this.sender = new WebhookSender(guard, settings.deliveryTimeoutMs);
     const reason = disabledReason(settings.deliveryDisableAfterFailures);
@@ -261,6 +261,7 @@ export class DeliveryWorker {
         running: this.perStream,
       },
     );
+    this.metrics.deliveryClaim(claimed.length);
     this.shortfallAt = claimed.length < free && this.loosened === loosened ? Date.now() : 0;
     // Stopped while claiming: nothing more starts.
     if (this.loop.stopped) {

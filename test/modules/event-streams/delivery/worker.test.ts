@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PassThrough } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../../../src/config.ts';
 import { outcomeOf } from '../../../../src/modules/event-streams/delivery/outcome.ts';
 import { claimDue } from '../../../../src/modules/event-streams/store/claim.ts';
@@ -8,6 +9,7 @@ import { recordOutcomes, type Outcome } from '../../../../src/modules/event-stre
 import { createServices, type Services } from '../../../../src/services.ts';
 import { databaseKinds } from '../../../helpers/databases.ts';
 import { insertDueDeliveries } from '../../../helpers/delivery-fixture.ts';
+import { eventually } from '../../../helpers/eventually.ts';
 import { startTestServer, type TestServer } from '../../../helpers/server.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../../helpers/webhook-receiver.ts';
 
@@ -406,6 +408,109 @@ for (const kind of databaseKinds()) {
       assert.equal(test.statusCode, 202);
       const requests = await receiver.waitFor((r) => r.length >= 4, 30_000);
       assert.equal(requests[3]!.json().id, test.json().id);
+    });
+  });
+
+  describe(`after a claim that left slots free, the next waits for what may let it find more (${kind})`, () => {
+    let server: TestServer;
+    let receiver: WebhookReceiver;
+    /** The answers the receiver holds back, in the order the requests came. */
+    const held: Array<() => void> = [];
+    before(async () => {
+      receiver = await startWebhookReceiver();
+      // Each request waits for the test to let it be answered: its send stays in flight until then.
+      receiver.beforeAnswer(() => new Promise<void>((answer) => held.push(answer)));
+      server = await startTestServer(kind, {
+        DELIVERY_ALLOW_HTTP: 'true',
+        DELIVERY_PER_STREAM_CONCURRENCY: '1',
+        METRICS_PORT: '0',
+        ...NEVER_POLL,
+      });
+    });
+    after(async () => {
+      receiver.beforeAnswer(undefined);
+      for (const answer of held) answer();
+      await server.close();
+      await receiver.close();
+    });
+
+    /** The worker's claims so far, as /metrics shows them: those that took deliveries and those that found none. */
+    const claims = async () => {
+      const response = await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`);
+      assert.equal(response.status, 200);
+      const text = await response.text();
+      const count = (found: string) =>
+        Number(
+          new RegExp(`^tenantry_webhook_delivery_claims_total\\{found="${found}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0,
+        );
+      return { some: count('some'), none: count('none') };
+    };
+
+    it('claims no more while the one send of a stream at its cap is in flight, and again once it finishes', async () => {
+      const created = await server.request({
+        method: 'POST',
+        url: '/api/v2/event-streams',
+        payload: { name: 'shortfall', destination: webhook(receiver.url) },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const streamId = created.json().id as string;
+      // The worker's first claims (at start; on PostgreSQL also once its LISTEN connection is up) found
+      // nothing, and the poll is ten minutes away: from here on it claims only when woken.
+      const start = await eventually('the first claims to be done', async () => {
+        const first = await claims();
+        await sleep(200);
+        const later = await claims();
+        return first.none >= 1 && later.none === first.none && later.some === first.some ? later : undefined;
+      });
+      assert.equal(start.some, 0);
+      const since = async () => {
+        const now = await claims();
+        return { some: now.some - start.some, none: now.none - start.none };
+      };
+
+      // Three deliveries written without a wake-up, then a test event whose commit wakes the worker: four
+      // due to a stream that takes one at a time.
+      await insertDueDeliveries(server.services.database, {
+        tenantId: server.tenant.id,
+        streamId,
+        source: `urn:svc:${server.domain}`,
+        count: 3,
+      });
+      const test = await server.request({
+        method: 'POST',
+        url: `/api/v2/event-streams/${streamId}/test`,
+        payload: { event_type: 'user.created' },
+      });
+      assert.equal(test.statusCode, 202, test.body);
+
+      for (let sent = 1; sent <= 4; sent++) {
+        await receiver.waitFor((r) => r.length >= sent, 10_000);
+        // One claim took this delivery and left every other slot free. The stream is at its cap, so a claim
+        // now would find nothing, and nothing may change that before this send finishes: none runs.
+        const claimed = await since();
+        assert.deepEqual(claimed, { some: sent, none: 0 }, `the claims up to send ${sent}`);
+        await sleep(300);
+        assert.deepEqual(await since(), claimed, `no claim while send ${sent} is in flight`);
+        assert.equal(receiver.requests.length, sent, 'one send at a time to the stream');
+        // Its answer: the send finishes, the stream has room again, and the next claim takes the next.
+        held[sent - 1]!();
+      }
+
+      const ids = receiver.requests.map((r) => r.json().id as string);
+      assert.equal(new Set(ids).size, 4);
+      assert.ok(ids.includes(test.json().id));
+      await eventually('every delivery recorded as delivered', async () => {
+        const rows = await server.services.database.db
+          .selectFrom('deliveries')
+          .select('status')
+          .where('stream_id', '=', streamId)
+          .execute();
+        return rows.length === 4 && rows.every((row) => row.status === 'delivered') ? true : undefined;
+      });
+      // The last send finishing let one more claim run; with nothing left it found none, and it is the last.
+      await eventually('the claim after the last send', async () => ((await since()).none === 1 ? true : undefined));
+      await sleep(300);
+      assert.deepEqual(await since(), { some: 4, none: 1 });
     });
   });
 
