@@ -126,7 +126,10 @@ export class DeliveryWorker {
     this.loop.start(0);
   }
 
-  /** For a restore of the database: no claim is held and no attempt is left unrecorded until resume(). */
+  /**
+   * For a restore of the database: no claim is held and no attempt is left unrecorded until resume(),
+   * but one whose record failed on its own (see flush): it is tried again after resume().
+   */
   async pause(): Promise<void> {
     await this.loop.stop();
     await this.flush();
