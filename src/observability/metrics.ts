@@ -23,7 +23,7 @@ export type TokenOutcome =
 
 /** Which bucket refused a request: the tenant's, a client address's, or failed client authentications'. */
 export type RateLimitBucket = 'tenant' | 'anonymous' | 'token_failures';
-export type DeliveryOutcome = 'delivered' | 'retry' | 'failed';
+export type DeliveryOutcome = 'delivered' | 'retry' | 'failed' | 'unrecorded';
 export type EmailOutcome = 'sent' | 'retry' | 'failed';
 /** The domain's status after a background re-check, or `error` when the check itself failed. */
 export type RecheckOutcome = 'ready' | 'pending_verification' | 'failed' | 'error';

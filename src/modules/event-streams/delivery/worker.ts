@@ -1,7 +1,8 @@
 import { PollingLoop } from '../../../background/polling-loop.ts';
 import type { Config } from '../../../config.ts';
 import type { Database } from '../../../db/database.ts';
-import { now } from '../../../db/database.ts';
+import { databaseUnavailable } from '../../../db/unavailable.ts';
+import { now, ping } from '../../../db/database.ts';
 import type { Logger } from '../../../logger.ts';
 import { noMetrics, type Metrics } from '../../../observability/metrics.ts';
 import type { SecretBox } from '../../../secret-box.ts';
@@ -127,8 +128,9 @@ export class DeliveryWorker {
   }
 
   /**
-   * For a restore of the database: no claim is held and no attempt is left unrecorded until resume(),
-   * but one whose record failed on its own (see flush): it is tried again after resume().
+   * For a restore of the database: stops claiming, waits for the sends in flight and records their
+   * attempts; throws when the database fails meanwhile. An attempt whose own record keeps failing (see
+   * flush) stays unrecorded and is tried again after resume().
    */
   async pause(): Promise<void> {
     await this.loop.stop();
@@ -151,6 +153,12 @@ export class DeliveryWorker {
     await this.flush().catch((error) =>
       this.logger.error({ err: error }, 'event delivery: recording the last attempts failed'),
     );
+    if (this.finished.length > 0) {
+      this.logger.error(
+        { attempts: this.finished.length },
+        'event delivery: stopped with attempts unrecorded; their deliveries are sent again once their leases run out',
+      );
+    }
     await this.sender.close();
   }
 
@@ -173,63 +181,89 @@ export class DeliveryWorker {
   }
 
   /**
-   * Records the finished attempts, all in one batch. When the batch fails, they are recorded one at a
-   * time, so an outcome whose recording fails (a bug, a constraint) holds back no other. Such an
-   * outcome is marked: from then on it is recorded alone, after the others' batch, and the round goes
-   * on to its claim. When the first outcome tried alone was never marked, the database itself is taken
-   * to have failed: the outcomes are put back and the error ends the round. An outcome is given up
-   * once its recording fails after its lease ran out: its delivery is claimable again and is sent again
-   * (at-least-once), and a record made now could no longer tell this attempt's lease from the next one's.
+   * Records the finished attempts, in the order they ended: all in one batch, and when the batch fails,
+   * one at a time, so that an attempt whose record fails on its own (a bug, a constraint) holds back no
+   * other. Whether a failure is the attempt's own or the database's is decided on the error and on a
+   * probe of the database (see databaseFailed): when the database failed, every attempt not yet
+   * recorded is put back in its order, unmarked, and the error ends the round, however long the outage.
+   * An attempt whose own record failed is marked, tried alone after the others' batch at each round,
+   * logged when it first fails, and given up (logged, counted as `unrecorded`) once it fails after its
+   * lease ran out: its delivery is claimable again by then, and is sent again (at-least-once).
    */
   private async flush(): Promise<void> {
     if (this.finished.length === 0) return;
-    let fresh = this.finished.filter((outcome) => !this.failedAlone.has(outcome));
-    const marked = this.finished.filter((outcome) => this.failedAlone.has(outcome));
+    const taken = this.finished;
     this.finished = [];
+    const fresh = taken.filter((outcome) => !this.failedAlone.has(outcome));
+    const marked = taken.filter((outcome) => this.failedAlone.has(outcome));
+    const done = new Set<Outcome>();
+    /** The attempts of this flush not recorded nor given up, in the order they ended, before any that ended meanwhile. */
+    const putBack = () => (this.finished = [...taken.filter((outcome) => !done.has(outcome)), ...this.finished]);
     let batchError: unknown;
-    if (fresh.length > 1) {
+    if (fresh.length > 0) {
       try {
         await recordOutcomes(this.database, fresh, this.circuit);
+        for (const outcome of fresh) done.add(outcome);
         this.counted(fresh);
-        fresh = [];
       } catch (error) {
+        if (await this.databaseFailed(error)) {
+          putBack();
+          throw error;
+        }
         batchError = error;
       }
     }
-    const alone = [...fresh, ...marked];
-    for (let i = 0; i < alone.length; i++) {
-      const outcome = alone[i]!;
+    for (const outcome of [...fresh.filter((o) => !done.has(o)), ...marked]) {
+      let error: unknown;
       try {
-        await recordOutcomes(this.database, [outcome], this.circuit);
-        this.counted([outcome]);
-      } catch (error) {
-        const failedBefore = this.failedAlone.has(outcome);
-        this.failedAlone.add(outcome);
-        const expired = Date.parse(outcome.lease) <= Date.now();
-        const attempt = `the attempt of event ${outcome.event_id} to stream ${outcome.stream_id}`;
-        const failed = new Error(
-          expired
-            ? `${attempt} could not be recorded and is given up: its lease ran out, so the delivery is sent again`
-            : `recording ${attempt} failed; it is tried again at the next round`,
-          { cause: error },
+        // 0 when the lease is no longer this attempt's (the delivery was claimed again): nothing to count.
+        if ((await recordOutcomes(this.database, [outcome], this.circuit)) === 1) this.counted([outcome]);
+        done.add(outcome);
+        continue;
+      } catch (caught) {
+        error = caught;
+      }
+      if (await this.databaseFailed(error)) {
+        putBack();
+        throw error;
+      }
+      const failedBefore = this.failedAlone.has(outcome);
+      this.failedAlone.add(outcome);
+      const attempt = `the attempt of event ${outcome.event_id} to stream ${outcome.stream_id}`;
+      if (Date.parse(outcome.lease) <= Date.now()) {
+        done.add(outcome);
+        this.metrics.delivery('unrecorded');
+        this.logger.error(
+          { err: new Error(`${attempt} could not be recorded and is given up`, { cause: error }) },
+          'event delivery: an attempt could not be recorded; its lease ran out, so the delivery is sent again',
         );
-        if (i === 0 && !failedBefore) {
-          // Before the attempts that finished meanwhile, as they were.
-          this.finished = [...alone.slice(expired ? 1 : 0), ...this.finished];
-          throw failed;
-        }
-        if (!expired) this.finished.push(outcome);
-        // Said once when it first fails and once when it is given up, not at every round between.
-        if (expired || !failedBefore)
-          this.logger.error({ err: failed }, 'event delivery: an attempt could not be recorded');
+      } else if (!failedBefore) {
+        this.logger.error(
+          { err: new Error(`recording ${attempt} failed`, { cause: error }) },
+          'event delivery: an attempt could not be recorded; it is tried again, alone, at the next rounds',
+        );
       }
     }
-    // Said only when the round went on: when it ends with the database's error, that error is logged.
+    putBack();
     if (batchError !== undefined) {
       this.logger.warn(
         { err: batchError, attempts: fresh.length },
         'event delivery: recording the attempts together failed; they were recorded one at a time',
       );
+    }
+  }
+
+  /**
+   * Whether a failed record says the database failed, rather than that attempt's record: a condition
+   * of the database (disk, lock, connection: see databaseUnavailable), or a ping that fails too.
+   */
+  private async databaseFailed(error: unknown): Promise<boolean> {
+    if (databaseUnavailable(error)) return true;
+    try {
+      await ping(this.database);
+      return false;
+    } catch {
+      return true;
     }
   }
 

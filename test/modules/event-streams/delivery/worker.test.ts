@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PassThrough } from 'node:stream';
+import BetterSqlite3 from 'better-sqlite3';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../../../src/config.ts';
 import { outcomeOf } from '../../../../src/modules/event-streams/delivery/outcome.ts';
@@ -286,13 +287,20 @@ for (const kind of databaseKinds()) {
       const [poisoned, healthy] = streams as [string, string];
       await poison(poisoned);
 
+      // Both answers held until both requests arrived, then given together: the two attempts end in one
+      // round and are recorded in one batch, which the poisoned one fails.
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      receiver.beforeAnswer(() => released);
       const stuck = await testEvent(poisoned);
-      await receiver.waitFor((r) => r.some((request) => request.json().id === stuck), 10_000);
-      // Its recording failed at least once (its first failure ends the round: nothing was recorded).
-      await until('the failed recording', async () => logs.join('').includes('poisoned attempt'));
-      // Finished after it, so recorded in a batch with it: only one at a time gets it through.
       const passing = await testEvent(healthy);
+      await receiver.waitFor((r) => r.length >= 2, 10_000);
+      receiver.beforeAnswer(undefined);
+      release();
       await until('the healthy delivery', async () => (await delivery(healthy)).status === 'delivered');
+      // Recorded in the round that failed the batch: one at a time, the database found working.
+      assert.match(logs.join(''), /recording the attempts together failed; they were recorded one at a time/);
+      assert.match(logs.join(''), new RegExp(`recording the attempt of event ${stuck} to stream ${poisoned} failed`));
       const held = await delivery(poisoned);
       assert.deepEqual([held.status, held.attempt_seq], ['pending', 0]);
       assert.ok(held.claimed_until, 'the poisoned delivery is still under its lease');
@@ -322,6 +330,58 @@ for (const kind of databaseKinds()) {
       assert.ok(lines.length >= 2 && lines.length <= 4, `${lines.length} log lines about the attempts`);
       // No line of the log carries the stream's bearer token.
       assert.ok(!logs.join('').includes('worker-token'));
+    });
+
+    it('keeps every attempt through an outage of the database and records it once the database is back', async () => {
+      const created = await server.request({
+        method: 'POST',
+        url: '/api/v2/event-streams',
+        payload: { name: 'outage', destination: webhook(receiver.url) },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const streamId = created.json().id as string;
+      const { sqlite, pool } = server.services.database;
+      // The outage begins once the attempt was sent, before its record: on SQLite another connection
+      // holds the write lock (SQLITE_BUSY once busy_timeout has passed); on PostgreSQL every attempt's
+      // insert fails with the code of a terminated connection. It ends half a second later.
+      let ended!: Promise<void>;
+      const from = logs.join('').length;
+      receiver.beforeAnswer(async () => {
+        receiver.beforeAnswer(undefined);
+        let end: () => Promise<void>;
+        if (sqlite) {
+          const locker = new BetterSqlite3(sqlite.name);
+          locker.exec('BEGIN IMMEDIATE');
+          end = async () => {
+            locker.exec('COMMIT');
+            locker.close();
+          };
+        } else {
+          await pool!.query(`CREATE FUNCTION outage() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            RAISE EXCEPTION 'terminating connection due to administrator command' USING ERRCODE = '57P01'; END $$`);
+          await pool!.query(
+            'CREATE TRIGGER outage BEFORE INSERT ON delivery_attempts FOR EACH ROW EXECUTE FUNCTION outage()',
+          );
+          end = async () => void (await pool!.query('DROP TRIGGER outage ON delivery_attempts'));
+        }
+        ended = new Promise((resolve, reject) => setTimeout(() => end().then(resolve, reject), 500));
+      });
+      const eventId = await testEvent(streamId);
+      await receiver.waitFor((r) => r.some((request) => request.json().id === eventId), 10_000);
+      await until('the outage to end', async () => ended !== undefined);
+      await ended;
+      await until('the delivery recorded', async () => (await delivery(streamId)).status === 'delivered');
+      const during = logs.join('').slice(from);
+      // The outage was met (the round's error), and no attempt was taken for at fault or given up.
+      assert.match(during, sqlite ? /SQLITE_BUSY|database is locked/ : /terminating connection/);
+      assert.doesNotMatch(during, /an attempt could not be recorded/);
+      const attempts = await server.services.database.db
+        .selectFrom('delivery_attempts')
+        .select(['seq', 'status'])
+        .where('stream_id', '=', streamId)
+        .execute();
+      assert.deepEqual(attempts, [{ seq: 1, status: 'delivered' }]);
+      assert.equal(receiver.requests.filter((r) => r.json().id === eventId).length, 1, 'sent once');
     });
   });
 
