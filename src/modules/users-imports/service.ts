@@ -10,7 +10,14 @@ import type { Logger } from '../../logger.ts';
 import type { ConnectionService } from '../connections/service.ts';
 import { DuplicateUsers, type UserService } from '../users/service.ts';
 import { OWN_PROVIDER, OWN_PROVIDER_ALIASES } from '../users/user.ts';
-import { FileFormatError, RecordSplitter, type FileFormat, type FileRecord } from './records.ts';
+import {
+  FileFormatError,
+  MAX_RECORD_DEPTH,
+  nestingDepth,
+  RecordSplitter,
+  type FileFormat,
+  type FileRecord,
+} from './records.ts';
 import {
   ImportedUserRecord,
   type UsersImportCreated,
@@ -147,6 +154,10 @@ export class UsersImportService {
             `record ${record.position} is not valid JSON (${(error as Error).message})`,
           );
         }
+        if (nestingDepth(record.text) > MAX_RECORD_DEPTH)
+          throw usersImportErrors.invalidFile(
+            `record ${record.position} nests objects and arrays deeper than ${MAX_RECORD_DEPTH} levels`,
+          );
       }
       records += found.length;
     };

@@ -310,6 +310,37 @@ for (const kind of databaseKinds()) {
       assert.deepEqual(never.json(), []);
     });
 
+    it('refuses at upload a record nested past 100 levels, which storing it could not write out', async () => {
+      const before = await leftovers(server);
+      // 10,000 levels in 20 KB: JSON.parse reads them, JSON.stringify (storing the user) runs out of stack.
+      const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+      const [array, ndjson] = await Promise.all(
+        [
+          `[{"email":"fine@example.com"},{"email":"deep@example.com","user_metadata":{"x":${deep}}}]`,
+          `{"email":"fine@example.com"}\n{"email":"deep@example.com","app_metadata":{"x":${deep}}}\n`,
+        ].map((text) => upload(server, { users: file(text), connection_id: connectionId })),
+      );
+      for (const response of [array!, ndjson!]) {
+        assert.equal(response.statusCode, 400, response.body);
+        assert.equal(
+          response.json().message,
+          'Invalid users file: record 2 nests objects and arrays deeper than 100 levels.',
+        );
+      }
+      assert.deepEqual(await leftovers(server), before);
+
+      // A hundred levels are taken, brackets in strings do not count, and the job completes.
+      const hundred = `${'{"a":'.repeat(99)}"[[[[{{{{"${'}'.repeat(99)}`;
+      const response = await upload(server, {
+        users: file(`[{"email":"hundred@example.com","user_metadata":${hundred}}]`),
+        connection_id: connectionId,
+      });
+      assert.equal(response.statusCode, 201, response.body);
+      const job = (await finished(server, response.json().id)) as unknown as { status: string; summary: unknown };
+      assert.equal(job.status, 'completed');
+      assert.deepEqual(job.summary, { failed: 0, updated: 0, inserted: 1, total: 1 });
+    });
+
     it('refuses a NUL in a member, and refuses alone a record holding one', async () => {
       const nul = await upload(server, {
         users: file([{ email: 'x@example.com' }]),
