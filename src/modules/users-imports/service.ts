@@ -498,10 +498,19 @@ export function pendingJob(job: {
   };
 }
 
-/** What a refused record shows in /errors: the record as given, without its password hash. */
+/**
+ * Members of a record that hold credentials: the hash this import takes, and what other providers'
+ * exports carry (the original's `custom_password_hash`, MFA enrolments with their TOTP secrets, a
+ * plain password), which are refused as unknown members and must not come back in /errors, which a
+ * client with read:users alone may read.
+ */
+const SECRET_MEMBERS = ['password_hash', 'custom_password_hash', 'password', 'mfa_factors'];
+
+/** What a refused record shows in /errors: the record as given, without the members holding credentials. */
 function withoutSecrets(value: unknown): unknown {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { value };
-  const { password_hash: _hash, ...rest } = value as Record<string, unknown>;
+  const rest = { ...(value as Record<string, unknown>) };
+  for (const name of SECRET_MEMBERS) delete rest[name];
   return rest;
 }
 

@@ -341,6 +341,39 @@ for (const kind of databaseKinds()) {
       assert.deepEqual(job.summary, { failed: 0, updated: 0, inserted: 1, total: 1 });
     });
 
+    it('shows a refused record without any credential it carries', async () => {
+      const response = await upload(server, {
+        users: file([
+          { email: 'hash-kept-out', password_hash: 'SECRET-HASH-1' },
+          {
+            email: 'custom-hash@example.com',
+            custom_password_hash: { algorithm: 'md5', hash: { value: 'SECRET-HASH-2', encoding: 'hex' } },
+          },
+          { email: 'plain@example.com', password: 'SECRET-PASSWORD-3' },
+          { email: 'mfa@example.com', mfa_factors: [{ totp: { secret: 'SECRET-TOTP-4' } }] },
+        ]),
+        connection_id: connectionId,
+      });
+      assert.equal(response.statusCode, 201, response.body);
+      const id = response.json().id as string;
+      const job = (await finished(server, id)) as unknown as { summary: { failed: number } };
+      assert.equal(job.summary.failed, 4);
+      // GET /jobs/{id}/errors is granted to read:users, which may not read credentials.
+      const reader = await server.clientWithScopes(['read:users']);
+      const errors = await server.request({ method: 'GET', url: `/api/v2/jobs/${id}/errors`, token: reader.token });
+      assert.equal(errors.statusCode, 200);
+      assert.deepEqual(
+        (errors.json() as Array<{ user: unknown }>).map((e) => e.user),
+        [
+          { email: 'hash-kept-out' },
+          { email: 'custom-hash@example.com' },
+          { email: 'plain@example.com' },
+          { email: 'mfa@example.com' },
+        ],
+      );
+      assert.doesNotMatch(errors.body, /SECRET/);
+    });
+
     it('refuses a NUL in a member, and refuses alone a record holding one', async () => {
       const nul = await upload(server, {
         users: file([{ email: 'x@example.com' }]),
