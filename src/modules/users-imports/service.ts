@@ -37,10 +37,17 @@ export const MAX_STORED_ERRORS = 10_000;
 export type RefusedRecords = [] | Readable;
 
 /**
- * Refused records read at a time for GET /jobs/{id}/errors. A stored record may be up to a record's
- * limit (1 MiB): ten thousand of them read at once could hold gigabytes; a page holds at most 32 MiB.
+ * Refused records read at a time for GET /jobs/{id}/errors, by bytes rather than by count: a stored
+ * record may be up to a record's limit (1 MiB), and a page is held for as long as its reader takes to
+ * read it, so a page of 32 such records held 140 MB for each client that stopped reading (thirty of
+ * them, 4 GB). The first page asks for a few records; each next one for as many as fit in
+ * ERRORS_PAGE_BYTES at the size seen so far, up to ERRORS_PAGE_MAX. A record is let go once written.
  */
-const ERRORS_PAGE = 32;
+const ERRORS_PAGE_FIRST = 4;
+const ERRORS_PAGE_MAX = 256;
+const ERRORS_PAGE_BYTES = 1024 * 1024;
+/** Records written out are handed to the response in pieces of about this many characters. */
+const ERRORS_PIECE = 64 * 1024;
 /** A job claimed this many times without finishing (its node stopped each time) fails instead of looping. */
 const MAX_CLAIMS = 5;
 /** Jobs of one tenant not ended yet, as the original allows: one more is refused (429) until one ends. */
@@ -255,22 +262,35 @@ export class UsersImportService {
     const record = await this.store.get(tenantId, id);
     if (!record) return undefined;
     if (record.status === 'failed') return present(record);
-    const first = await this.store.errors(id, 0, ERRORS_PAGE);
+    const first: Array<UsersImportError | undefined> = await this.store.errors(id, 0, ERRORS_PAGE_FIRST);
     if (first.length === 0) return [];
     const store = this.store;
     // The stored texts are the JSON written out: nothing is parsed again, and only a page is held.
     async function* pages(): AsyncGenerator<string> {
       let page = first;
+      let limit = ERRORS_PAGE_FIRST;
       let separator = '[';
       for (;;) {
         let text = '';
-        for (const row of page) {
+        let bytes = 0;
+        let last = 0;
+        for (let i = 0; i < page.length; i++) {
+          const row = page[i]!;
+          page[i] = undefined;
+          bytes += row.record.length + row.errors.length;
+          last = row.position;
           text += `${separator}{"user":${row.record},"errors":${row.errors}}`;
           separator = ',';
+          if (text.length >= ERRORS_PIECE) {
+            yield text;
+            text = '';
+          }
         }
-        yield text;
-        if (page.length < ERRORS_PAGE) break;
-        page = await store.errors(id, page.at(-1)!.position, ERRORS_PAGE);
+        if (text !== '') yield text;
+        if (page.length < limit) break;
+        const fit = Math.floor((page.length * ERRORS_PAGE_BYTES) / Math.max(bytes, 1));
+        limit = Math.min(ERRORS_PAGE_MAX, Math.max(1, fit));
+        page = await store.errors(id, last, limit);
         if (page.length === 0) break;
       }
       yield ']';

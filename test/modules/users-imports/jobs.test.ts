@@ -5,10 +5,11 @@ import { after, before, describe, it } from 'node:test';
 import { ManagementClient } from 'auth0';
 import { ManagementClient as LegacyManagementClient } from 'auth0-legacy';
 import { pendingJob } from '../../../src/modules/users-imports/service.ts';
+import type { UsersImportStore } from '../../../src/modules/users-imports/store.ts';
 import { databaseKinds } from '../../helpers/databases.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { startHttpsTestServer, type HttpsTestServer } from '../../helpers/https.ts';
-import { ADMIN_ID, ADMIN_SECRET, type TestServer } from '../../helpers/server.ts';
+import { ADMIN_ID, ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
 
 const DEFAULT = 'Username-Password-Authentication';
 
@@ -149,7 +150,8 @@ for (const kind of databaseKinds()) {
     });
 
     it('lists refused records past a page of them, every one in file order, as JSON', async () => {
-      // /errors reads the stored refusals a page (32) at a time: 100 of them take four pages.
+      // /errors reads the stored refusals a page at a time (4 first, then as many as fit in 1 MiB): 100
+      // of them take two pages.
       const users = Array.from({ length: 150 }, (_, i) =>
         i % 3 === 0 ? { email: `paged-${i}@example.com` } : { email: `paged-${i}`, nickname: `n${i}` },
       );
@@ -557,6 +559,47 @@ for (const kind of databaseKinds()) {
       });
       assert.equal(foreign.statusCode, 400);
       assert.match(foreign.json().message, /connection does not exist/);
+    });
+  });
+
+  describe(`users-import errors of large records (${kind})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer(kind, { USERS_IMPORT_MAX_BYTES: String(64 * 1024 * 1024) });
+    });
+    after(() => server.close());
+
+    it('reads refused records of a megabyte a few at a time, never 32 of them at once', async () => {
+      // Each page is held while its reader reads it: a client that stops reading must not hold 32 MB.
+      const store = (server.services.usersImports as unknown as { store: UsersImportStore }).store;
+      const read = store.errors.bind(store);
+      const pages: number[] = [];
+      store.errors = async (jobId, after, limit) => {
+        const rows = await read(jobId, after, limit);
+        pages.push(rows.reduce((bytes, row) => bytes + row.record.length + row.errors.length, 0));
+        return rows;
+      };
+      const nickname = 'n'.repeat(1_000_000);
+      const users = Array.from({ length: 40 }, (_, i) => ({ email: `large-${i}`, nickname }));
+      const created = await upload(server, {
+        users: file(users),
+        connection_id: (await server.services.connections.byName(server.tenant.id, DEFAULT))!.id,
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const id = created.json().id as string;
+      const job = (await finished(server, id)) as unknown as { summary: { failed: number } };
+      assert.equal(job.summary.failed, 40);
+
+      pages.length = 0;
+      const response = await server.request({ method: 'GET', url: `/api/v2/jobs/${id}/errors` });
+      assert.equal(response.statusCode, 200);
+      const errors = response.json() as Array<{ user: { email: string; nickname: string } }>;
+      assert.deepEqual(
+        errors.map((e) => [e.user.email, e.user.nickname.length]),
+        users.map((u) => [u.email, nickname.length]),
+      );
+      assert.ok(Math.max(...pages) <= 4 * 1_000_200, `pages of ${pages.join(', ')} bytes`);
+      store.errors = read;
     });
   });
 }
