@@ -84,6 +84,13 @@ export const badRequest = {
   malformedJson: () => new ApiError(400, 'Invalid request payload JSON format', 'invalid_body'),
   authorizationHeader: () => new ApiError(400, 'Bad HTTP authentication header format', 'invalid_header'),
   headers: (message: string) => new ApiError(400, message, 'invalid_headers'),
+  /** RFC 9112 §3.2: two Host headers, or an absolute target naming another host than Host. */
+  ambiguousHost: () =>
+    new ApiError(
+      400,
+      'The request names its host more than once (two Host headers, or an absolute target naming another host).',
+      'invalid_headers',
+    ),
   /** Fastify's own refusal of a body it could not read, in the API's shape. */
   unreadableBody: (message: string) => new ApiError(400, message, 'invalid_body'),
   undecodablePath: () => new ApiError(400, 'The request path is not valid percent-encoded UTF-8.', 'invalid_uri'),

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Principal } from '../modules/oauth/access-tokens.ts';
@@ -101,6 +102,9 @@ export function registerRequestPipeline(app: FastifyInstance, pipeline: RequestP
   app.addHook('onRequest', (request, reply, done) => {
     const config = request.routeOptions.config;
     if (config.tenantless && config.public) return done();
+    // The tenant is chosen by Host: a request naming two hosts could be routed to one tenant by a proxy
+    // in front and served as another's here, so it is refused whatever the route.
+    if (hostIsAmbiguous(request.raw)) return done(badRequest.ambiguousHost());
     let decided: boolean;
     try {
       decided = decideAtOnce(request, reply, config, pipeline);
@@ -248,6 +252,30 @@ function bearerToken(header: string | undefined): string | undefined {
   // String operations rather than a regular expression: this runs on every request over a long token.
   const token = header.slice(0, 7).toLowerCase() === 'bearer ' ? header.slice(7).trim() : '';
   return token === '' || token.includes(' ') ? undefined : token;
+}
+
+/**
+ * Whether a request names its host in two ways that may disagree, as RFC 9112 §3.2 forbids: two Host
+ * header lines (Node keeps the first, a proxy may have read the last), or an absolute-form target
+ * (`GET http://a/…`, which a proxy routes by, and which §3.2.2 puts before Host) naming another host
+ * than the Host header, which chooses the tenant here.
+ */
+function hostIsAmbiguous(raw: IncomingMessage): boolean {
+  const headers = raw.rawHeaders;
+  let hosts = 0;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host' && ++hosts > 1) return true;
+  }
+  const target = raw.url ?? '';
+  // Origin-form (`/…`) and asterisk-form (`*`) name no host: the common case costs one comparison.
+  if (target.charCodeAt(0) === 0x2f || target === '*') return false;
+  try {
+    const url = new URL(target);
+    return url.host !== new URL(`${url.protocol}//${raw.headers.host ?? ''}`).host;
+  } catch {
+    return true;
+  }
 }
 
 /**

@@ -254,6 +254,50 @@ for (const kind of databaseKinds()) {
         assert.ok(answers.filter((a) => a.startsWith('401')).length >= 20, answers.join('\n'));
         assert.equal(await state(), before);
       });
+
+      it('refuses a request that names two hosts (RFC 9112 §3.2), whichever tenant its token is of', async () => {
+        // A proxy in front may route by the last Host line, or by an absolute target's authority, while
+        // the tenant here would be the first Host line's: such a request is a 400, never served.
+        const other = await server.addTenant('hosts-other', 'hosts-other.test');
+        const host = server.domain;
+        const mine = `Authorization: Bearer ${server.adminToken}`;
+        const theirs = `Authorization: Bearer ${other.token}`;
+        const path = '/api/v2/event-streams';
+        const refused: string[] = [
+          `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nHost: hosts-other.test\r\n${mine}`,
+          `GET ${path} HTTP/1.1\r\nHost: hosts-other.test\r\nHost: ${host}\r\n${theirs}`,
+          `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nhost: ${host}\r\n${mine}`,
+          `GET http://hosts-other.test${path} HTTP/1.1\r\nHost: ${host}\r\n${mine}`,
+          `GET https://hosts-other.test${path} HTTP/1.1\r\nHost: ${host}\r\n${mine}`,
+          `GET http://${host}${path} HTTP/1.1\r\nHost: hosts-other.test\r\n${theirs}`,
+          `GET http://${host}:8443${path} HTTP/1.1\r\nHost: ${host}\r\n${mine}`,
+          `POST http://hosts-other.test${path} HTTP/1.1\r\nHost: ${host}\r\n${mine}\r\nContent-Type: application/json`,
+          `GET http://hosts-other.test/oauth/token HTTP/1.1\r\nHost: ${host}`,
+          `GET http://hosts-other.test/.well-known/openid-configuration HTTP/1.1\r\nHost: ${host}`,
+        ];
+        for (const head of refused) {
+          const { status, text } = await raw(port, head, head.startsWith('POST') ? '{}' : '');
+          assert.equal(status, 400, `${head.split('\r\n').slice(0, 3).join(' | ')}: ${text}`);
+          assert.deepEqual(JSON.parse(text), {
+            statusCode: 400,
+            error: 'Bad Request',
+            message:
+              'The request names its host more than once (two Host headers, or an absolute target naming another host).',
+            errorCode: 'invalid_headers',
+          });
+        }
+        // One host, however spelled, is served as before.
+        for (const head of [
+          `GET ${path} HTTP/1.1\r\nHost: ${host}\r\n${mine}`,
+          `GET http://${host}${path} HTTP/1.1\r\nHost: ${host}\r\n${mine}`,
+          `GET HTTP://${host.toUpperCase()}:80${path} HTTP/1.1\r\nHost: ${host}\r\n${mine}`,
+          `GET https://${host}${path} HTTP/1.1\r\nHost: ${host}:443\r\n${mine}`,
+          `GET ${path} HTTP/1.1\r\nHost: hosts-other.test\r\n${theirs}`,
+        ]) {
+          const { status, text } = await raw(port, head);
+          assert.equal(status, 200, `${head.split('\r\n')[0]}: ${text}`);
+        }
+      });
     });
   });
 }

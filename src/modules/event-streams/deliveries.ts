@@ -3,7 +3,7 @@ import { now, transaction } from '../../db/database.ts';
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 import { eventStreamErrors } from '../../http/errors.ts';
 import { idPattern } from '../../ids.ts';
-import { listingFilter, redeliveryFilter } from './delivery-filters.ts';
+import { dateTimeMs, listingFilter, redeliveryFilter } from './delivery-filters.ts';
 import { envelope, type Envelope } from './envelope.ts';
 import type { QueuedListener } from './outbox.ts';
 import { badRequest } from '../../http/errors.ts';
@@ -102,8 +102,8 @@ export class Deliveries {
   /** Delivered and failed attempts per minute over a window of at most a day, the backlog and the health. */
   async stats(tenantId: string, streamId: string, query: StatsQuery): Promise<StreamStats> {
     const stream = await existingStream(this.streams, tenantId, streamId);
-    const toMs = query.date_to === undefined ? Date.now() : Date.parse(query.date_to);
-    const fromMs = query.date_from === undefined ? toMs - DEFAULT_STATS_WINDOW_MS : Date.parse(query.date_from);
+    const toMs = query.date_to === undefined ? Date.now() : dateTimeMs(query.date_to);
+    const fromMs = query.date_from === undefined ? toMs - DEFAULT_STATS_WINDOW_MS : dateTimeMs(query.date_from);
     if (!(fromMs < toMs)) throw badRequest.queryParameter('date_from must be before date_to', 'date_from');
     if (toMs - fromMs > MAX_STATS_WINDOW_HOURS * HOUR_MS)
       throw badRequest.queryParameter(`The window is longer than ${MAX_STATS_WINDOW_HOURS} hours`, 'date_from');
@@ -248,7 +248,12 @@ function attemptKeyOf(cursor: string): AttemptKey {
   const isKey = (key: string) => {
     const [timestamp, eventId, seq, ...rest] = key.split(' ');
     return (
-      rest.length === 0 && TIMESTAMP.test(timestamp ?? '') && idPattern.event.test(eventId ?? '') && SEQ.test(seq ?? '')
+      rest.length === 0 &&
+      TIMESTAMP.test(timestamp ?? '') &&
+      // Of the right shape is not enough: the server writes only times that exist.
+      !Number.isNaN(Date.parse(timestamp!)) &&
+      idPattern.event.test(eventId ?? '') &&
+      SEQ.test(seq ?? '')
     );
   };
   const [timestamp, eventId, seq] = decodeCursor(cursor, isKey, {

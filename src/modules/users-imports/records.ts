@@ -19,6 +19,32 @@ export interface FileRecord {
   end: number;
 }
 
+/**
+ * Deepest nesting of objects and arrays a record may have. JSON.parse reads any depth, but storing a
+ * user (JSON.stringify) and the API's own body parser give out a few thousand levels down, each at a
+ * depth that depends on the stack: a record past it would fail every batch it is in until the job is
+ * given up. No user needs a hundred levels.
+ */
+export const MAX_RECORD_DEPTH = 100;
+
+/** How deeply a JSON text nests objects and arrays (brackets inside strings do not count). */
+export function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === Byte.Backslash) i++;
+      else if (c === Byte.Quote) inString = false;
+    } else if (c === Byte.Quote) inString = true;
+    else if (c === Byte.OpenBrace || c === Byte.OpenBracket) {
+      if (++depth > deepest) deepest = depth;
+    } else if (c === Byte.CloseBrace || c === Byte.CloseBracket) depth--;
+  }
+  return deepest;
+}
+
 /** The file is not a JSON array or NDJSON at this byte offset: it is refused whole. */
 export class FileFormatError extends Error {}
 

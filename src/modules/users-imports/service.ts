@@ -10,7 +10,14 @@ import type { Logger } from '../../logger.ts';
 import type { ConnectionService } from '../connections/service.ts';
 import { DuplicateUsers, type UserService } from '../users/service.ts';
 import { OWN_PROVIDER, OWN_PROVIDER_ALIASES } from '../users/user.ts';
-import { FileFormatError, RecordSplitter, type FileFormat, type FileRecord } from './records.ts';
+import {
+  FileFormatError,
+  MAX_RECORD_DEPTH,
+  nestingDepth,
+  RecordSplitter,
+  type FileFormat,
+  type FileRecord,
+} from './records.ts';
 import {
   ImportedUserRecord,
   type UsersImportCreated,
@@ -30,10 +37,17 @@ export const MAX_STORED_ERRORS = 10_000;
 export type RefusedRecords = [] | Readable;
 
 /**
- * Refused records read at a time for GET /jobs/{id}/errors. A stored record may be up to a record's
- * limit (1 MiB): ten thousand of them read at once could hold gigabytes; a page holds at most 32 MiB.
+ * Refused records read at a time for GET /jobs/{id}/errors, by bytes rather than by count: a stored
+ * record may be up to a record's limit (1 MiB), and a page is held for as long as its reader takes to
+ * read it, so a page of 32 such records held 140 MB for each client that stopped reading (thirty of
+ * them, 4 GB). The first page asks for a few records; each next one for as many as fit in
+ * ERRORS_PAGE_BYTES at the size seen so far, up to ERRORS_PAGE_MAX. A record is let go once written.
  */
-const ERRORS_PAGE = 32;
+const ERRORS_PAGE_FIRST = 4;
+const ERRORS_PAGE_MAX = 256;
+const ERRORS_PAGE_BYTES = 1024 * 1024;
+/** Records written out are handed to the response in pieces of about this many characters. */
+const ERRORS_PIECE = 64 * 1024;
 /** A job claimed this many times without finishing (its node stopped each time) fails instead of looping. */
 const MAX_CLAIMS = 5;
 /** Jobs of one tenant not ended yet, as the original allows: one more is refused (429) until one ends. */
@@ -147,6 +161,10 @@ export class UsersImportService {
             `record ${record.position} is not valid JSON (${(error as Error).message})`,
           );
         }
+        if (nestingDepth(record.text) > MAX_RECORD_DEPTH)
+          throw usersImportErrors.invalidFile(
+            `record ${record.position} nests objects and arrays deeper than ${MAX_RECORD_DEPTH} levels`,
+          );
       }
       records += found.length;
     };
@@ -244,22 +262,35 @@ export class UsersImportService {
     const record = await this.store.get(tenantId, id);
     if (!record) return undefined;
     if (record.status === 'failed') return present(record);
-    const first = await this.store.errors(id, 0, ERRORS_PAGE);
+    const first: Array<UsersImportError | undefined> = await this.store.errors(id, 0, ERRORS_PAGE_FIRST);
     if (first.length === 0) return [];
     const store = this.store;
     // The stored texts are the JSON written out: nothing is parsed again, and only a page is held.
     async function* pages(): AsyncGenerator<string> {
       let page = first;
+      let limit = ERRORS_PAGE_FIRST;
       let separator = '[';
       for (;;) {
         let text = '';
-        for (const row of page) {
+        let bytes = 0;
+        let last = 0;
+        for (let i = 0; i < page.length; i++) {
+          const row = page[i]!;
+          page[i] = undefined;
+          bytes += row.record.length + row.errors.length;
+          last = row.position;
           text += `${separator}{"user":${row.record},"errors":${row.errors}}`;
           separator = ',';
+          if (text.length >= ERRORS_PIECE) {
+            yield text;
+            text = '';
+          }
         }
-        yield text;
-        if (page.length < ERRORS_PAGE) break;
-        page = await store.errors(id, page.at(-1)!.position, ERRORS_PAGE);
+        if (text !== '') yield text;
+        if (page.length < limit) break;
+        const fit = Math.floor((page.length * ERRORS_PAGE_BYTES) / Math.max(bytes, 1));
+        limit = Math.min(ERRORS_PAGE_MAX, Math.max(1, fit));
+        page = await store.errors(id, last, limit);
         if (page.length === 0) break;
       }
       yield ']';
@@ -487,10 +518,19 @@ export function pendingJob(job: {
   };
 }
 
-/** What a refused record shows in /errors: the record as given, without its password hash. */
+/**
+ * Members of a record that hold credentials: the hash this import takes, and what other providers'
+ * exports carry (the original's `custom_password_hash`, MFA enrolments with their TOTP secrets, a
+ * plain password), which are refused as unknown members and must not come back in /errors, which a
+ * client with read:users alone may read.
+ */
+const SECRET_MEMBERS = ['password_hash', 'custom_password_hash', 'password', 'mfa_factors'];
+
+/** What a refused record shows in /errors: the record as given, without the members holding credentials. */
 function withoutSecrets(value: unknown): unknown {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { value };
-  const { password_hash: _hash, ...rest } = value as Record<string, unknown>;
+  const rest = { ...(value as Record<string, unknown>) };
+  for (const name of SECRET_MEMBERS) delete rest[name];
   return rest;
 }
 

@@ -388,6 +388,9 @@ describe('a stream’s attempts as they are recorded', { concurrency: true }, ()
           b64(`${T0} evt_short 1`),
           b64(`${T0} ${low} -1`),
           b64(`${T0} ${low} 1 extra`),
+          // The right shape, but no time the server could have written.
+          b64(`9999-99-99T99:99:99Z ${low} 1`),
+          b64(`2016-12-31T23:59:60Z ${low} 1`),
           `${b64(`${T0} ${low} 1`)}==`,
         ]) {
           const refused = await server.request({ url: url(`?after=${encodeURIComponent(cursor)}`) });

@@ -519,6 +519,43 @@ for (const kind of databaseKinds()) {
       );
     });
 
+    it('takes a leap second as a window bound, and an event type repeated past the databases’ parameter limits', async () => {
+      const { stream } = await streamWithTwoFailedEvents('leap-and-repeats');
+      const base = `/api/v2/event-streams/${stream.id}`;
+      // RFC 3339 allows 23:59:60, and so does the date-time format; Date.parse does not.
+      const leap = '2016-12-31T23:59:60Z';
+      const listed = await server.request({ url: `${base}/deliveries?date_to=${leap}` });
+      assert.equal(listed.statusCode, 200, listed.body);
+      assert.deepEqual(listed.json(), { deliveries: [] });
+      const counted = await server.request({ url: `${base}/deliveries/count?date_from=${leap}` });
+      assert.equal(counted.statusCode, 200, counted.body);
+      assert.deepEqual(counted.json(), { count: 2 });
+      const stats = await server.request({ url: `${base}/stats?date_from=2016-12-31T23:00:00Z&date_to=${leap}` });
+      assert.equal(stats.statusCode, 200, stats.body);
+      assert.equal(stats.json().date_to, '2017-01-01T00:00:00.000Z');
+      const noneYet = await server.request({
+        method: 'POST',
+        url: `${base}/redeliver`,
+        payload: { date_to: leap },
+      });
+      assert.equal(noneYet.statusCode, 202, noneYet.body);
+
+      // 60,000 bound parameters: past SQLite's 32,766 and, doubled, PostgreSQL's 65,535.
+      const repeated = Array.from({ length: 60_000 }, () => 'user.created');
+      const many = await server.request({
+        url: `${base}/deliveries/count?event_types=${repeated.slice(0, 150).join(',')}`,
+      });
+      assert.deepEqual(many.json(), { count: 2 });
+      for (const types of [repeated, [...repeated, ...repeated.slice(0, 8_000)]]) {
+        const redelivered = await server.request({
+          method: 'POST',
+          url: `${base}/redeliver`,
+          payload: { event_types: types },
+        });
+        assert.equal(redelivered.statusCode, 202, redelivered.body.slice(0, 300));
+      }
+    });
+
     it('sends test events: 202 with a pending delivery record, then delivered', async () => {
       receiver = await startWebhookReceiver();
       const stream = await createStream({

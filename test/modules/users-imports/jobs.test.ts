@@ -5,10 +5,11 @@ import { after, before, describe, it } from 'node:test';
 import { ManagementClient } from 'auth0';
 import { ManagementClient as LegacyManagementClient } from 'auth0-legacy';
 import { pendingJob } from '../../../src/modules/users-imports/service.ts';
+import type { UsersImportStore } from '../../../src/modules/users-imports/store.ts';
 import { databaseKinds } from '../../helpers/databases.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { startHttpsTestServer, type HttpsTestServer } from '../../helpers/https.ts';
-import { ADMIN_ID, ADMIN_SECRET, type TestServer } from '../../helpers/server.ts';
+import { ADMIN_ID, ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
 
 const DEFAULT = 'Username-Password-Authentication';
 
@@ -149,7 +150,8 @@ for (const kind of databaseKinds()) {
     });
 
     it('lists refused records past a page of them, every one in file order, as JSON', async () => {
-      // /errors reads the stored refusals a page (32) at a time: 100 of them take four pages.
+      // /errors reads the stored refusals a page at a time (4 first, then as many as fit in 1 MiB): 100
+      // of them take two pages.
       const users = Array.from({ length: 150 }, (_, i) =>
         i % 3 === 0 ? { email: `paged-${i}@example.com` } : { email: `paged-${i}`, nickname: `n${i}` },
       );
@@ -308,6 +310,70 @@ for (const kind of databaseKinds()) {
       assert.deepEqual(await leftovers(server), before);
       const never = await server.request({ method: 'GET', url: '/api/v2/users-by-email?email=never@example.com' });
       assert.deepEqual(never.json(), []);
+    });
+
+    it('refuses at upload a record nested past 100 levels, which storing it could not write out', async () => {
+      const before = await leftovers(server);
+      // 10,000 levels in 20 KB: JSON.parse reads them, JSON.stringify (storing the user) runs out of stack.
+      const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+      const [array, ndjson] = await Promise.all(
+        [
+          `[{"email":"fine@example.com"},{"email":"deep@example.com","user_metadata":{"x":${deep}}}]`,
+          `{"email":"fine@example.com"}\n{"email":"deep@example.com","app_metadata":{"x":${deep}}}\n`,
+        ].map((text) => upload(server, { users: file(text), connection_id: connectionId })),
+      );
+      for (const response of [array!, ndjson!]) {
+        assert.equal(response.statusCode, 400, response.body);
+        assert.equal(
+          response.json().message,
+          'Invalid users file: record 2 nests objects and arrays deeper than 100 levels.',
+        );
+      }
+      assert.deepEqual(await leftovers(server), before);
+
+      // A hundred levels are taken, brackets in strings do not count, and the job completes.
+      const hundred = `${'{"a":'.repeat(99)}"[[[[{{{{"${'}'.repeat(99)}`;
+      const response = await upload(server, {
+        users: file(`[{"email":"hundred@example.com","user_metadata":${hundred}}]`),
+        connection_id: connectionId,
+      });
+      assert.equal(response.statusCode, 201, response.body);
+      const job = (await finished(server, response.json().id)) as unknown as { status: string; summary: unknown };
+      assert.equal(job.status, 'completed');
+      assert.deepEqual(job.summary, { failed: 0, updated: 0, inserted: 1, total: 1 });
+    });
+
+    it('shows a refused record without any credential it carries', async () => {
+      const response = await upload(server, {
+        users: file([
+          { email: 'hash-kept-out', password_hash: 'SECRET-HASH-1' },
+          {
+            email: 'custom-hash@example.com',
+            custom_password_hash: { algorithm: 'md5', hash: { value: 'SECRET-HASH-2', encoding: 'hex' } },
+          },
+          { email: 'plain@example.com', password: 'SECRET-PASSWORD-3' },
+          { email: 'mfa@example.com', mfa_factors: [{ totp: { secret: 'SECRET-TOTP-4' } }] },
+        ]),
+        connection_id: connectionId,
+      });
+      assert.equal(response.statusCode, 201, response.body);
+      const id = response.json().id as string;
+      const job = (await finished(server, id)) as unknown as { summary: { failed: number } };
+      assert.equal(job.summary.failed, 4);
+      // GET /jobs/{id}/errors is granted to read:users, which may not read credentials.
+      const reader = await server.clientWithScopes(['read:users']);
+      const errors = await server.request({ method: 'GET', url: `/api/v2/jobs/${id}/errors`, token: reader.token });
+      assert.equal(errors.statusCode, 200);
+      assert.deepEqual(
+        (errors.json() as Array<{ user: unknown }>).map((e) => e.user),
+        [
+          { email: 'hash-kept-out' },
+          { email: 'custom-hash@example.com' },
+          { email: 'plain@example.com' },
+          { email: 'mfa@example.com' },
+        ],
+      );
+      assert.doesNotMatch(errors.body, /SECRET/);
     });
 
     it('refuses a NUL in a member, and refuses alone a record holding one', async () => {
@@ -493,6 +559,47 @@ for (const kind of databaseKinds()) {
       });
       assert.equal(foreign.statusCode, 400);
       assert.match(foreign.json().message, /connection does not exist/);
+    });
+  });
+
+  describe(`users-import errors of large records (${kind})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer(kind, { USERS_IMPORT_MAX_BYTES: String(64 * 1024 * 1024) });
+    });
+    after(() => server.close());
+
+    it('reads refused records of a megabyte a few at a time, never 32 of them at once', async () => {
+      // Each page is held while its reader reads it: a client that stops reading must not hold 32 MB.
+      const store = (server.services.usersImports as unknown as { store: UsersImportStore }).store;
+      const read = store.errors.bind(store);
+      const pages: number[] = [];
+      store.errors = async (jobId, after, limit) => {
+        const rows = await read(jobId, after, limit);
+        pages.push(rows.reduce((bytes, row) => bytes + row.record.length + row.errors.length, 0));
+        return rows;
+      };
+      const nickname = 'n'.repeat(1_000_000);
+      const users = Array.from({ length: 40 }, (_, i) => ({ email: `large-${i}`, nickname }));
+      const created = await upload(server, {
+        users: file(users),
+        connection_id: (await server.services.connections.byName(server.tenant.id, DEFAULT))!.id,
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const id = created.json().id as string;
+      const job = (await finished(server, id)) as unknown as { summary: { failed: number } };
+      assert.equal(job.summary.failed, 40);
+
+      pages.length = 0;
+      const response = await server.request({ method: 'GET', url: `/api/v2/jobs/${id}/errors` });
+      assert.equal(response.statusCode, 200);
+      const errors = response.json() as Array<{ user: { email: string; nickname: string } }>;
+      assert.deepEqual(
+        errors.map((e) => [e.user.email, e.user.nickname.length]),
+        users.map((u) => [u.email, nickname.length]),
+      );
+      assert.ok(Math.max(...pages) <= 4 * 1_000_200, `pages of ${pages.join(', ')} bytes`);
+      store.errors = read;
     });
   });
 }

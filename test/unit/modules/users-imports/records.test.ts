@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import {
   FileFormatError,
   MAX_RECORD_BYTES,
+  nestingDepth,
   RecordSplitter,
   type FileRecord,
 } from '../../../../src/modules/users-imports/records.ts';
@@ -100,6 +101,16 @@ describe('the users file, split into records as it arrives', () => {
     const long = JSON.stringify({ name: 'x'.repeat(MAX_RECORD_BYTES) });
     assert.throws(() => split(`[${long}]`, 64 * 1024), /record 1 is longer than/);
     assert.throws(() => split(`{"a":1}\n${long}\n`, 64 * 1024), /record 2 is longer than/);
+  });
+
+  it('measures how deeply a record nests, brackets in strings and escaped quotes aside', () => {
+    assert.equal(nestingDepth('42'), 0);
+    assert.equal(nestingDepth('{"a":[1,{"b":[]}],"c":{}}'), 4);
+    assert.equal(nestingDepth('{"a":"[[[{{{\\"[[[","b":[]}'), 2);
+    assert.equal(nestingDepth(`${'['.repeat(5000)}${']'.repeat(5000)}`), 5000);
+    const depthOf = (value: unknown): number =>
+      typeof value === 'object' && value !== null ? 1 + Math.max(0, ...Object.values(value).map(depthOf)) : 0;
+    fc.assert(fc.property(fc.jsonValue(), (value) => nestingDepth(JSON.stringify(value)) === depthOf(value)));
   });
 
   it('matches JSON.parse on any array of JSON values, in any chunking', () => {
