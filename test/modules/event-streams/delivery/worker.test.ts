@@ -22,6 +22,17 @@ const webhook = (url: string) => ({
   configuration: { webhook_endpoint: url, webhook_authorization: { method: 'bearer', token: 'worker-token' } },
 });
 
+/** A stream POSTing to `url`, created through the API; returns its id. */
+async function createStream(server: TestServer, name: string, url: string): Promise<string> {
+  const created = await server.request({
+    method: 'POST',
+    url: '/api/v2/event-streams',
+    payload: { name, destination: webhook(url) },
+  });
+  assert.equal(created.statusCode, 201, created.body);
+  return created.json().id as string;
+}
+
 for (const kind of databaseKinds()) {
   describe(`claiming and recording deliveries in batches (${kind})`, () => {
     let server: TestServer;
@@ -31,15 +42,7 @@ for (const kind of databaseKinds()) {
     });
     after(() => server.close());
 
-    const stream = async (name: string) => {
-      const response = await server.request({
-        method: 'POST',
-        url: '/api/v2/event-streams',
-        payload: { name, destination: webhook('http://127.0.0.1:9/hook') },
-      });
-      assert.equal(response.statusCode, 201, response.body);
-      return response.json().id as string;
-    };
+    const stream = (name: string) => createStream(server, name, 'http://127.0.0.1:9/hook');
     /** `count` due deliveries to `streamId`, written directly, one event each. */
     const queue = (streamId: string, count: number) =>
       insertDueDeliveries(server.services.database, {
@@ -275,15 +278,7 @@ for (const kind of databaseKinds()) {
 
     it('records the others one at a time, gives the attempt up once its lease ran out, and sends it again', async () => {
       const streams: string[] = [];
-      for (const name of ['poisoned', 'healthy']) {
-        const created = await server.request({
-          method: 'POST',
-          url: '/api/v2/event-streams',
-          payload: { name, destination: webhook(receiver.url) },
-        });
-        assert.equal(created.statusCode, 201, created.body);
-        streams.push(created.json().id as string);
-      }
+      for (const name of ['poisoned', 'healthy']) streams.push(await createStream(server, name, receiver.url));
       const [poisoned, healthy] = streams as [string, string];
       await poison(poisoned);
 
@@ -333,13 +328,7 @@ for (const kind of databaseKinds()) {
     });
 
     it('keeps every attempt through an outage of the database and records it once the database is back', async () => {
-      const created = await server.request({
-        method: 'POST',
-        url: '/api/v2/event-streams',
-        payload: { name: 'outage', destination: webhook(receiver.url) },
-      });
-      assert.equal(created.statusCode, 201, created.body);
-      const streamId = created.json().id as string;
+      const streamId = await createStream(server, 'outage', receiver.url);
       const { sqlite, pool } = server.services.database;
       // The outage begins once the attempt was sent, before its record: on SQLite another connection
       // holds the write lock (SQLITE_BUSY once busy_timeout has passed); on PostgreSQL every attempt's
@@ -507,13 +496,7 @@ for (const kind of databaseKinds()) {
     };
 
     it('claims no more while the one send of a stream at its cap is in flight, and again once it finishes', async () => {
-      const created = await server.request({
-        method: 'POST',
-        url: '/api/v2/event-streams',
-        payload: { name: 'shortfall', destination: webhook(receiver.url) },
-      });
-      assert.equal(created.statusCode, 201, created.body);
-      const streamId = created.json().id as string;
+      const streamId = await createStream(server, 'shortfall', receiver.url);
       // The worker's first claims (at start; on PostgreSQL also once its LISTEN connection is up) found
       // nothing, and the poll is ten minutes away: from here on it claims only when woken.
       const start = await eventually('the first claims to be done', async () => {
