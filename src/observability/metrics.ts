@@ -128,7 +128,7 @@ export class PrometheusMetrics implements Metrics {
     });
     this.deliveries = new Counter({
       name: 'tenantry_webhook_deliveries_total',
-      help: 'Webhook delivery attempts recorded, by outcome (delivered, retry, failed)',
+      help: 'Webhook delivery attempts recorded, by outcome (delivered, retry, failed), and attempts given up unrecorded (unrecorded)',
       labelNames: ['outcome'],
       registers,
     });

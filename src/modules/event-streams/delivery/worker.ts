@@ -199,12 +199,15 @@ export class DeliveryWorker {
     const done = new Set<Outcome>();
     /** The attempts of this flush not recorded nor given up, in the order they ended, before any that ended meanwhile. */
     const putBack = () => (this.finished = [...taken.filter((outcome) => !done.has(outcome)), ...this.finished]);
+    // One attempt alone is its own batch: its statement is not run twice.
+    let alone = [...fresh, ...marked];
     let batchError: unknown;
-    if (fresh.length > 0) {
+    if (fresh.length > 1) {
       try {
         await recordOutcomes(this.database, fresh, this.circuit);
         for (const outcome of fresh) done.add(outcome);
         this.counted(fresh);
+        alone = marked;
       } catch (error) {
         if (await this.databaseFailed(error)) {
           putBack();
@@ -213,7 +216,7 @@ export class DeliveryWorker {
         batchError = error;
       }
     }
-    for (const outcome of [...fresh.filter((o) => !done.has(o)), ...marked]) {
+    for (const outcome of alone) {
       let error: unknown;
       try {
         // 0 when the lease is no longer this attempt's (the delivery was claimed again): nothing to count.
