@@ -55,6 +55,8 @@ export interface DeliveryPage {
 }
 
 const DEFAULT_TAKE = 50;
+/** A page of deliveries holds events of at most this many characters of data in all (see withinPageBytes). */
+const PAGE_EVENT_CHARS = 1024 * 1024;
 /**
  * A redelivery queuing this many refreshes the planner's statistics of deliveries at once. PostgreSQL
  * otherwise plans the workers' claim on counts from before (a few pending rows where a million now
@@ -85,10 +87,27 @@ export class Deliveries {
     if (filter === undefined) return { deliveries: [] };
     const after = query.from === undefined ? undefined : decodeCursor(query.from, (id) => idPattern.event.test(id));
     const rows = await this.store.failedPage({ streamId, ...filter }, after, take + 1);
-    const page = rows.slice(0, take);
+    const page = await this.withinPageBytes(rows.slice(0, take));
     const last = page[page.length - 1];
-    const next = rows.length > take && last ? { next: encodeCursor(last.event_id) } : {};
+    const next = rows.length > page.length && last ? { next: encodeCursor(last.event_id) } : {};
     return { deliveries: await this.present(page), ...next };
+  }
+
+  /**
+   * The first deliveries of `rows` whose events' data add up to at most PAGE_EVENT_CHARS (the first one
+   * whatever its size). An event carries a user, whose metadata can approach the body limit: a page of
+   * 100 such would be a response of 100 MB, held in memory for as long as its client takes to read it.
+   * The listing's `next` resumes after the last one given, so a shorter page loses nothing.
+   */
+  private async withinPageBytes(rows: DeliveryRow[]): Promise<DeliveryRow[]> {
+    if (rows.length <= 1) return rows;
+    const sizes = await this.store.eventSizes(rows.map((r) => r.event_id));
+    let total = 0;
+    for (let i = 0; i < rows.length; i++) {
+      total += sizes.get(rows[i]!.event_id) ?? 0;
+      if (total > PAGE_EVENT_CHARS && i > 0) return rows.slice(0, i);
+    }
+    return rows;
   }
 
   /** How many failed deliveries the listing's filter matches, and so how many a redelivery of it queues. */

@@ -346,6 +346,52 @@ for (const kind of databaseKinds()) {
       }
     });
 
+    it("bounds a page of failed deliveries by its events' size, and the next page resumes after it", async () => {
+      receiver = await startWebhookReceiver();
+      receiver.program([], 400);
+      const stream = await createStream({
+        name: 'large',
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: webhook(receiver.url),
+      });
+      // Four events of about 0.4 M characters each: two fit under the page's 1 M, three do not.
+      const large = 400_000;
+      for (let i = 0; i < 4; i++) {
+        const created = await server.request({
+          method: 'POST',
+          url: '/api/v2/users',
+          payload: {
+            connection: 'Username-Password-Authentication',
+            password: 'correct horse battery',
+            email: `large${i}-${Date.now()}@example.com`,
+            user_metadata: { blob: 'x'.repeat(large) },
+          },
+        });
+        assert.equal(created.statusCode, 201, created.body);
+      }
+      assert.equal((await createUser()).statusCode, 201);
+      const requests = await receiver.waitFor((r) => r.length >= 5);
+      for (const r of requests) await waitForStatus(stream.id, r.json().id as string, 'failed');
+
+      const pages: Array<{ deliveries: Array<{ id: string; event: { data: unknown } }>; next?: string }> = [];
+      let from: string | undefined;
+      do {
+        const url = `/api/v2/event-streams/${stream.id}/deliveries?take=100${from ? `&from=${from}` : ''}`;
+        const response = await server.request({ url });
+        assert.equal(response.statusCode, 200, response.body);
+        pages.push(response.json());
+        from = pages[pages.length - 1]!.next;
+      } while (from !== undefined && pages.length < 10);
+
+      const sizes = pages.map((p) => p.deliveries.map((d) => JSON.stringify(d.event.data).length));
+      assert.ok(pages.length >= 2, `one page held ${sizes[0]!.length} events of ${sizes[0]!.join(', ')} characters`);
+      for (const page of sizes)
+        assert.ok(page.length === 1 || page.reduce((a, b) => a + b, 0) <= 1024 * 1024, `a page of ${page.join(', ')}`);
+      const listed = pages.flatMap((p) => p.deliveries.map((d) => d.id));
+      assert.deepEqual([...listed].sort(), requests.map((r) => r.json().id as string).sort(), 'each one listed once');
+      assert.equal(pages[pages.length - 1]!.next, undefined);
+    });
+
     it('fails a 4xx at once, logs it, and redelivers it on request with a retrying attempt', async () => {
       receiver = await startWebhookReceiver();
       receiver.program([400], 204);

@@ -239,6 +239,16 @@ export class DeliveryStore {
     return this.database.db.selectFrom('events').selectAll().where('id', 'in', ids).execute();
   }
 
+  /** The length of each given event's data, in characters, without reading the data itself into memory. */
+  async eventSizes(ids: readonly string[]): Promise<Map<string, number>> {
+    const rows = await this.database.db
+      .selectFrom('events')
+      .select((eb) => ['id', eb.fn<number>('length', [eb.ref('data')]).as('size')])
+      .where('id', 'in', ids)
+      .execute();
+    return new Map(rows.map((r) => [r.id, Number(r.size)]));
+  }
+
   /** The attempts a delivery shows (failed ones and redeliveries), in order, of the stream's given events. */
   shownAttempts(streamId: string, eventIds: readonly string[]): Promise<AttemptRow[]> {
     return this.database.db
