@@ -4,7 +4,7 @@ import Fastify, { type FastifyHttpsOptions, type FastifyInstance } from 'fastify
 import type { SecureContextOptions } from 'node:tls';
 import { badRequest } from './http/errors.ts';
 import { registerConsole } from './http/console.ts';
-import { frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
+import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { AccessLog, requestLoggerFactory } from './http/access-log.ts';
 import { registerRequestPipeline } from './http/hooks.ts';
 import { registerFormBodySupport, validatorCompiler } from './http/validation.ts';
@@ -74,6 +74,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     trustProxy: config.trustProxy as boolean | string,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
+    clientErrorHandler,
     requestIdHeader: 'x-request-id',
     genReqId: () => newId.requestId(),
     forceCloseConnections: 'idle',

@@ -1,8 +1,11 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { databaseUnavailable } from '../db/unavailable.ts';
 import {
   ApiError,
   badRequest,
+  clientError,
   frameworkError,
   notFound,
   payloadTooLarge,
@@ -56,6 +59,45 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
  * past maxParamLength) is refused before any hook, and would otherwise get Fastify's own error body,
  * quoting the whole URL back.
  */
+/**
+ * Answers what Node's HTTP parser refused before any route (a malformed start line or header, headers
+ * over the limit, a request that did not arrive in time) in the API's error shape, then closes the
+ * connection: after such an error the parser cannot find the next request. Logged at debug with the
+ * parser's code and reason only: the error also carries the bytes it could not read, which may hold a
+ * token.
+ */
+export function clientErrorHandler(this: FastifyInstance, error: Error & ClientErrorFields, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const refusal =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? clientError.headersTooLarge()
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? clientError.timeout()
+        : clientError.malformed(parserReason(error));
+  this.log.debug({ code: error.code, reason: error.reason }, 'request refused by the HTTP parser');
+  if (socket.writable) {
+    const body = JSON.stringify(refusal.toBody());
+    socket.write(
+      `HTTP/1.1 ${refusal.statusCode} ${STATUS_CODES[refusal.statusCode]}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
+interface ClientErrorFields {
+  code?: string;
+  /** llhttp's words for what it could not read, e.g. "Invalid header value char". */
+  reason?: string;
+}
+
+/** The parser's reason, trimmed and without a trailing period; its code when it gave none. */
+function parserReason(error: ClientErrorFields): string {
+  const reason = typeof error.reason === 'string' ? error.reason.trim().replace(/\.$/, '') : '';
+  return (reason || error.code || 'unreadable request').slice(0, 200);
+}
+
 export function frameworkErrorHandler(maxParamLength: number) {
   return (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
     const refusal =

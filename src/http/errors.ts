@@ -18,6 +18,8 @@ export type ErrorCode =
   | 'invalid_uri'
   | 'invalid_header'
   | 'invalid_headers'
+  | 'invalid_request'
+  | 'request_timeout'
   | 'insufficient_scope'
   | 'inexistent_tenant'
   | 'inexistent_user'
@@ -107,6 +109,17 @@ export const badRequest = {
   /** `Query validation error: '<reason>' on property <name>[ (<description>)].` */
   queryParameter: (reason: string, name: string, description?: string) =>
     new ApiError(400, queryValidationMessage(reason, name, description), 'invalid_query_string'),
+};
+
+/**
+ * Refusals of what Node's HTTP parser could not read, before any route: the request is not HTTP/1.1,
+ * its headers are over the limit, or it did not arrive in time.
+ */
+export const clientError = {
+  malformed: (reason: string) => new ApiError(400, `The request is not valid HTTP/1.1: ${reason}.`, 'invalid_request'),
+  headersTooLarge: () =>
+    new ApiError(431, "The request's headers are larger than the server accepts.", 'invalid_headers'),
+  timeout: () => new ApiError(408, 'The request was not received in time.', 'request_timeout'),
 };
 
 export const uriTooLong = (maxParamLength: number) =>

@@ -298,6 +298,36 @@ for (const kind of databaseKinds()) {
           assert.equal(status, 200, `${head.split('\r\n')[0]}: ${text}`);
         }
       });
+
+      it("answers what the HTTP parser refuses in the API's error shape, and closes the connection", async () => {
+        const host = server.domain;
+        const mine = `Authorization: Bearer ${server.adminToken}`;
+        const malformed = [
+          `GET /api/v2/event-streams HTTP/1.1\r\nHost: ${host}\r\nBad Header: x\r\n${mine}`,
+          `GET /api/v2/event-streams HTTP/1.1\r\nHost: ${host}\r\nX-Odd: a\u0001b\r\n${mine}`,
+          `GET /api/v2/event streams HTTP/1.1\r\nHost: ${host}\r\n${mine}`,
+        ];
+        for (const head of malformed) {
+          const { status, text } = await raw(port, head);
+          assert.equal(status, 400, `${head.split('\r\n')[0]}: ${text}`);
+          const body = JSON.parse(text);
+          assertErrorShape(body, 400);
+          assert.equal(body.errorCode, 'invalid_request');
+          assert.match(body.message, /^The request is not valid HTTP\/1\.1: \S.*\.$/);
+          assert.ok(!text.includes(server.adminToken), 'the refusal does not repeat the request');
+        }
+        const { status, text } = await raw(
+          port,
+          `GET /api/v2/event-streams HTTP/1.1\r\nHost: ${host}\r\nX-Big: ${'a'.repeat(20_000)}`,
+        );
+        assert.equal(status, 431, text);
+        assert.deepEqual(JSON.parse(text), {
+          statusCode: 431,
+          error: 'Request Header Fields Too Large',
+          message: "The request's headers are larger than the server accepts.",
+          errorCode: 'invalid_headers',
+        });
+      });
     });
   });
 }

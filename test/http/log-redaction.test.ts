@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
@@ -114,6 +115,41 @@ for (const kind of databaseKinds()) {
     });
   });
 }
+
+describe('a request the HTTP parser refuses is logged without its bytes', () => {
+  it("logs the parser's code and reason at debug, never the token the request carried", async () => {
+    const logLines: string[] = [];
+    const logStream = new PassThrough();
+    logStream.on('data', (chunk: Buffer) => logLines.push(...chunk.toString().split('\n').filter(Boolean)));
+    const server = await startTestServer('sqlite', { LOG_LEVEL: 'trace' }, { logStream });
+    try {
+      await server.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = server.app.server.address() as net.AddressInfo;
+      const token = 'tok-91c2e7a4b8d0';
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1');
+        let received = '';
+        socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+        socket.on('error', reject);
+        socket.on('close', () => resolve(received));
+        socket.write(
+          `GET /api/v2/users HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nBad Header: x\r\n\r\n`,
+        );
+      });
+      assert.match(answer, /^HTTP\/1\.1 400 /);
+      await new Promise((resolve) => setImmediate(resolve));
+      const refused = logLines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request refused by the HTTP parser');
+      assert.equal(refused.length, 1, logLines.join('\n'));
+      assert.equal(refused[0].code, 'HPE_INVALID_HEADER_TOKEN');
+      assert.equal(typeof refused[0].reason, 'string');
+      const all = logLines.join('\n');
+      assert.ok(!all.includes(token), 'the token appears in the logs');
+      assert.ok(!all.includes('rawPacket'), "the request's bytes appear in the logs");
+    } finally {
+      await server.close();
+    }
+  });
+});
 
 describe('webhook delivery errors carry no secret query values', () => {
   it('reports the endpoint of a failed delivery with its secret values replaced', async () => {
