@@ -1,8 +1,7 @@
-import fastifySwagger from '@fastify/swagger';
-import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyHttpsOptions, type FastifyInstance } from 'fastify';
 import type { SecureContextOptions } from 'node:tls';
 import { badRequest } from './http/errors.ts';
+import { registerApiReference } from './http/api-reference.ts';
 import { registerConsole } from './http/console.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { AccessLog, requestLoggerFactory } from './http/access-log.ts';
@@ -103,34 +102,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   registerErrorHandling(app, config.bodyLimitBytes);
   registerRequestPipeline(app, services);
 
-  await app.register(fastifySwagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Tenantry — Tenant Management API',
-        version: '2.0.0',
-        description:
-          'Users by email, connections, experimentation segments, CAPTCHA, event streams, custom domains, email templates, verification tickets and jobs, per tenant.',
-      },
-      components: {
-        securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-          oAuth2ClientCredentials: {
-            type: 'oauth2',
-            flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: {} } },
-          },
-        },
-      },
-      security: [{ bearerAuth: [] }, { oAuth2ClientCredentials: [] }],
-    },
-  });
-  // The API reference is the server's own page, the same on every host: its routes are declared so.
-  await app.register(async (reference) => {
-    reference.addHook('onRoute', (route) => {
-      route.config = { ...route.config, public: true, tenantless: true };
-    });
-    await reference.register(fastifySwaggerUi, { routePrefix: '/docs', staticCSP: true });
-  });
+  await registerApiReference(app);
 
   // The console's page and assets, served like /docs: the same on every host, without a token.
   registerConsole(app);
@@ -150,7 +122,6 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     const state = await services.readiness.state();
     return reply.code(state === 'ready' ? 200 : 503).send({ status: state });
   });
-  app.get('/api/v2/openapi.json', { config: serverOwn, schema: { hide: true } }, async () => app.swagger());
 
   for (const register of modules) await register(app, services);
   await app.ready();

@@ -61,6 +61,40 @@ describe('OpenAPI document and the API reference page', () => {
     );
   });
 
+  it('sends each document as the same bytes on every request, with an ETag a client revalidates with', async () => {
+    const json = await fetch(`${base}/api/v2/openapi.json`);
+    const body = await json.text();
+    const etag = json.headers.get('etag');
+    assert.match(etag ?? '', /^"[A-Za-z0-9_-]{27}"$/);
+    assert.equal(json.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.equal(Number(json.headers.get('content-length')), Buffer.byteLength(body));
+    assert.equal(json.headers.get('cache-control'), 'no-cache');
+    // /docs/json is the same document, byte for byte, under the same tag.
+    const docsJson = await fetch(`${base}/docs/json`);
+    assert.equal(await docsJson.text(), body);
+    assert.equal(docsJson.headers.get('etag'), etag);
+    assert.deepEqual(JSON.parse(body).paths['/api/v2/users-by-email'].get.operationId, 'listUsersByEmail');
+    const yaml = await fetch(`${base}/docs/yaml`);
+    assert.equal(yaml.status, 200);
+    assert.match(yaml.headers.get('content-type') ?? '', /^application\/x-yaml/);
+    const yamlText = await yaml.text();
+    assert.match(yamlText, /^openapi: 3\.1\.0$/m);
+    assert.match(yamlText, /operationId: listUsersByEmail/);
+    assert.notEqual(yaml.headers.get('etag'), etag);
+    // A client holding the tag gets 304 without the body; another tag, or none, gets the document.
+    for (const header of [etag!, `W/${etag}`, `"other", ${etag}`, '*']) {
+      const again = await fetch(`${base}/api/v2/openapi.json`, { headers: { 'if-none-match': header } });
+      assert.equal(again.status, 304, header);
+      assert.equal(await again.text(), '');
+    }
+    const stale = await fetch(`${base}/docs/json`, { headers: { 'if-none-match': '"other"' } });
+    assert.equal(stale.status, 200);
+    assert.equal(await stale.text(), body);
+    const head = await fetch(`${base}/api/v2/openapi.json`, { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    assert.equal(await head.text(), '');
+  });
+
   it('renders the operations at /docs in headless Chromium', async (t) => {
     if (!CHROMIUM) {
       if (process.env.CI) assert.fail('Chromium is required in CI (.ci/run installs the Debian package)');
