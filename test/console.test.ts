@@ -94,6 +94,20 @@ describe('the console at /console', () => {
         assert.doesNotMatch(html, /<script>|<style|style=/, 'no inline script or style');
       }
     }
+    // gzip only where the header admits it: a weight of 0 refuses it (RFC 9110 §12.5.3).
+    for (const [header, gzip] of [
+      ['gzip;q=0', false],
+      ['gzip;q=0, *', false],
+      ['br, identity', false],
+      ['*', true],
+      ['GZIP;Q=0.5', true],
+      ['x-gzip', true],
+      ['deflate, *;q=0.1', true],
+    ] as const) {
+      const wire = await server.app.inject({ url: '/console/console.css', headers: { 'accept-encoding': header } });
+      assert.equal(wire.headers['content-encoding'], gzip ? 'gzip' : undefined, header);
+      assert.equal(wire.headers.vary, 'accept-encoding');
+    }
     console.log(`console first load: ${compressed} bytes gzip`);
     assert.ok(compressed < FIRST_LOAD_BUDGET, `first load is ${compressed} bytes compressed`);
     // The same on every host, like /docs: no tenant needed.

@@ -74,7 +74,7 @@ export function registerConsole(app: FastifyInstance): void {
         .send('The console is not built: run `npm run build` (npm ci does).\n');
     }
     reply.type(asset.type).header('vary', 'accept-encoding');
-    if (/\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))) {
+    if (acceptsGzip(request.headers['accept-encoding'])) {
       return reply.header('content-encoding', 'gzip').send(asset.gzipped);
     }
     return reply.send(asset.body);
@@ -83,4 +83,22 @@ export function registerConsole(app: FastifyInstance): void {
   app.get('/console/console.js', { config, schema: { hide: true } }, send('console.js'));
   app.get('/console/console.css', { config, schema: { hide: true } }, send('console.css'));
   app.get('/console/favicon.svg', { config, schema: { hide: true } }, send('favicon.svg'));
+}
+
+/**
+ * Whether an Accept-Encoding header admits gzip (RFC 9110 §12.5.3): `gzip` or `x-gzip` with a weight
+ * above 0, or else `*` with one; `gzip;q=0` refuses it, whatever `*` says.
+ */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  let wildcard: boolean | undefined;
+  for (const member of header.split(',')) {
+    const [coding = '', ...parameters] = member.split(';').map((part) => part.trim().toLowerCase());
+    const q = parameters.find((p) => /^q\s*=/.test(p));
+    const weight = q === undefined ? 1 : Number(q.replace(/^q\s*=\s*/, ''));
+    const accepted = Number.isFinite(weight) && weight > 0;
+    if (coding === 'gzip' || coding === 'x-gzip') return accepted;
+    if (coding === '*') wildcard = accepted;
+  }
+  return wildcard ?? false;
 }

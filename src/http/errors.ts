@@ -144,10 +144,16 @@ export const forbidden = {
 export const notFound = {
   route: () => new ApiError(404, 'Not Found'),
   tenant: (host: string | undefined) =>
-    new ApiError(404, `No tenant is served on host ${host ?? '(none)'}`, 'inexistent_tenant'),
+    new ApiError(404, `No tenant is served on host ${shownHost(host)}`, 'inexistent_tenant'),
   user: () => new ApiError(404, 'The user does not exist.', 'inexistent_user'),
   snapshot: (name: string) => new ApiError(404, `No snapshot named ${name}`, 'inexistent_snapshot'),
 };
+
+/** A Host header as a message repeats it: at most a hostname's 253 characters and a port, never 16 KB of header. */
+function shownHost(host: string | undefined): string {
+  if (host === undefined) return '(none)';
+  return host.length > 260 ? `${host.slice(0, 260)}…` : host;
+}
 
 export function conflict(message: string, errorCode?: ErrorCode): ApiError {
   return new ApiError(409, message, errorCode);

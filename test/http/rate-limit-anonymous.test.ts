@@ -149,6 +149,19 @@ for (const kind of databaseKinds()) {
       }
       assert.deepEqual(statuses, [404, 404, 404, 429, 429, 429]);
     });
+
+    it("names the unknown host in its 404, cut to a hostname's length", async () => {
+      const named = await server.app.inject({
+        url: USERS,
+        remoteAddress: '198.51.100.41',
+        headers: { host: 'nobody.example:8080' },
+      });
+      assert.equal(named.json().message, 'No tenant is served on host nobody.example:8080');
+      const long = `${'a'.repeat(63)}.`.repeat(200);
+      const huge = await server.app.inject({ url: USERS, remoteAddress: '198.51.100.42', headers: { host: long } });
+      assert.equal(huge.statusCode, 404);
+      assert.equal(huge.json().message, `No tenant is served on host ${long.slice(0, 260)}…`);
+    });
   });
 }
 
