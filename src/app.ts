@@ -6,6 +6,7 @@ import { registerConsole } from './http/console.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { AccessLog, requestLoggerFactory } from './http/access-log.ts';
 import { registerRequestPipeline } from './http/hooks.ts';
+import { dropStalledResponses } from './http/stalled-responses.ts';
 import { registerFormBodySupport, validatorCompiler } from './http/validation.ts';
 import { ping } from './db/database.ts';
 import { newId } from './ids.ts';
@@ -80,6 +81,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
 
+  dropStalledResponses(app.server, config.responseStallTimeoutMs, services.logger);
   app.setValidatorCompiler(validatorCompiler);
   // Responses are written with JSON.stringify: response schemas document the API; they never drop members.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

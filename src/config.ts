@@ -61,6 +61,8 @@ export interface Config {
   /** Which proxies' X-Forwarded-For is believed for the client address (Fastify's trustProxy); false: none. */
   trustProxy: boolean | number | string;
   bodyLimitBytes: number;
+  /** A connection whose response makes no progress this long (its client stopped reading) is closed. */
+  responseStallTimeoutMs: number;
   /** Largest users file POST /jobs/users-imports accepts (it streams to the database, not to memory). */
   usersImportMaxBytes: number;
   /** How long a node holds a users-import job between two batches; after a crash another node resumes it then. */
@@ -349,6 +351,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenFailuresPerAddressPerMinute: integer(env, 'TOKEN_FAILURES_PER_ADDRESS_PER_MINUTE', 60, 1),
     trustProxy: trustProxy(text(env, 'TRUST_PROXY')),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    responseStallTimeoutMs: integer(env, 'RESPONSE_STALL_TIMEOUT_MS', 30_000, 100),
     usersImportMaxBytes: integer(env, 'USERS_IMPORT_MAX_BYTES', 512 * 1024 * 1024, 1024),
     usersImportLeaseMs: integer(env, 'USERS_IMPORT_LEASE_MS', 60_000, 1000),
     logLevel: text(env, 'LOG_LEVEL') ?? 'info',

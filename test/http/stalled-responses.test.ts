@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { PassThrough } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { databaseKinds } from '../helpers/databases.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { waitUntil } from '../helpers/webhook-receiver.ts';
+
+const STALL_MS = 500;
+/** A user whose metadata makes its GET a 10 MB response: more than the loopback's kernel buffers take. */
+const METADATA_CHARS = 10 * 1024 * 1024;
+
+for (const kind of databaseKinds()) {
+  describe(`a response whose client stopped reading is let go (${kind})`, () => {
+    let server: TestServer;
+    let port: number;
+    let userId: string;
+    const logLines: string[] = [];
+    /** The server's side of each connection, in the order they were accepted. */
+    const accepted: net.Socket[] = [];
+    before(async () => {
+      const logStream = new PassThrough();
+      logStream.on('data', (chunk: Buffer) => logLines.push(...chunk.toString().split('\n').filter(Boolean)));
+      server = await startTestServer(
+        kind,
+        {
+          LOG_LEVEL: 'info',
+          DELIVERY_ALLOW_HTTP: 'true',
+          RESPONSE_STALL_TIMEOUT_MS: String(STALL_MS),
+          BODY_LIMIT_BYTES: String(12 * 1024 * 1024),
+        },
+        { logStream },
+      );
+      server.app.server.on('connection', (socket: net.Socket) => accepted.push(socket));
+      await server.app.listen({ port: 0, host: '127.0.0.1' });
+      port = (server.app.server.address() as net.AddressInfo).port;
+      const created = await server.request({
+        method: 'POST',
+        url: '/api/v2/users',
+        payload: {
+          connection: 'Username-Password-Authentication',
+          email: 'large@example.com',
+          password: 'Correct-Horse-9',
+          user_metadata: { blob: 'x'.repeat(METADATA_CHARS) },
+        },
+      });
+      assert.equal(created.statusCode, 201, created.body.slice(0, 200));
+      userId = created.json().user_id;
+    });
+    after(() => server.close());
+
+    /** Opens a connection, asks for `path` and returns both sides of it once the server accepted it. */
+    const open = async (head: string) => {
+      const before = accepted.length;
+      const client = net.connect(port, '127.0.0.1');
+      await new Promise((resolve) => client.once('connect', resolve));
+      client.write(`${head}\r\nHost: ${server.domain}\r\nAuthorization: Bearer ${server.adminToken}\r\n\r\n`);
+      await waitUntil(
+        async () => accepted.length > before,
+        2000,
+        () => 'the server to accept the connection',
+      );
+      return { client, socket: accepted[before]! };
+    };
+    const userPath = () => `/api/v2/users/${encodeURIComponent(userId)}`;
+
+    it('closes a connection whose client reads nothing, and says so in the log', async () => {
+      const { client, socket } = await open(`GET ${userPath()} HTTP/1.1`);
+      client.pause();
+      client.on('error', () => undefined);
+      let mostUnsent = 0;
+      await waitUntil(
+        async () => {
+          mostUnsent = Math.max(mostUnsent, socket.writableLength);
+          return socket.destroyed;
+        },
+        5000,
+        () => `the stalled connection to be closed (${socket.writableLength} bytes unsent)`,
+      );
+      assert.ok(mostUnsent > 1024 * 1024, `the server held ${mostUnsent} unsent bytes before`);
+      const line = logLines.map((l) => JSON.parse(l)).find((l) => l.msg?.startsWith('connection closed: its client'));
+      assert.ok(line, logLines.slice(-5).join('\n'));
+      assert.equal(line.stallMs, STALL_MS);
+      assert.ok(line.unsentBytes > 0);
+      assert.ok(!JSON.stringify(line).includes(server.adminToken));
+      client.destroy();
+    });
+
+    it('keeps a connection whose client reads slowly, pausing shorter than the timeout', async () => {
+      const { client, socket } = await open(`GET ${userPath()} HTTP/1.1\r\nConnection: close`);
+      let received = 0;
+      let sincePause = 0;
+      client.on('data', (chunk: Buffer) => {
+        received += chunk.length;
+        sincePause += chunk.length;
+        if (sincePause >= 2 * 1024 * 1024) {
+          sincePause = 0;
+          client.pause();
+          setTimeout(() => client.resume(), STALL_MS * 0.6);
+        }
+      });
+      await new Promise((resolve, reject) => client.on('end', resolve).on('error', reject));
+      assert.ok(received > METADATA_CHARS, `read ${received} bytes`);
+      assert.ok(socket.destroyed);
+    });
+
+    if (kind === 'postgres') {
+      it('keeps a connection whose handler waits on the database longer than the timeout', async () => {
+        const stream = await server.request({
+          method: 'POST',
+          url: '/api/v2/event-streams',
+          payload: {
+            name: 'locked',
+            subscriptions: [{ event_type: 'user.created' }],
+            destination: {
+              type: 'webhook',
+              configuration: {
+                webhook_endpoint: 'http://127.0.0.1:9/in',
+                webhook_authorization: { method: 'bearer', token: 't0ken' },
+              },
+            },
+          },
+        });
+        assert.equal(stream.statusCode, 201, stream.body);
+        const id = stream.json().id as string;
+        // POST /redeliver locks the stream's row first: held here, it waits 3 timeouts for it.
+        const holder = await server.services.database.pool!.connect();
+        try {
+          await holder.query('BEGIN');
+          await holder.query('SELECT id FROM event_streams WHERE id = $1 FOR UPDATE', [id]);
+          const started = Date.now();
+          const answer = fetch(`http://127.0.0.1:${port}/api/v2/event-streams/${id}/redeliver`, {
+            method: 'POST',
+            headers: {
+              host: server.domain,
+              authorization: `Bearer ${server.adminToken}`,
+              'content-type': 'application/json',
+            },
+            body: JSON.stringify({ statuses: ['failed'] }),
+          });
+          await new Promise((resolve) => setTimeout(resolve, STALL_MS * 3));
+          await holder.query('COMMIT');
+          const response = await answer;
+          assert.equal(response.status, 202, await response.text());
+          assert.ok(Date.now() - started >= STALL_MS * 3);
+        } finally {
+          holder.release();
+        }
+      });
+    }
+  });
+}
