@@ -32,10 +32,59 @@ function objectId(): string {
   return `${seconds}${processRandom}${objectIdCounter.toString(16).padStart(6, '0')}`;
 }
 
+const TIME_DIGITS = 8;
+const TAIL_DIGITS = 14;
+let sortableMs = -1;
+const sortableTail: number[] = [];
+
+/**
+ * 22 base58 characters that sort as they were made within the process, like a ULID: the first 8 are
+ * the time in milliseconds (58^8 ms is about 4,000 years), the other 14 random (82 bits), drawn afresh
+ * each millisecond and counted up by one within it (or while the clock stands behind the last id's
+ * time). Events are stored, listed and updated in the order of their ids; made in time order, their ids
+ * append to the indexes keyed by them instead of scattering writes over them, and a bulk update of a
+ * stream's deliveries (a redelivery), which SQLite applies in row order, walks those indexes in order
+ * too.
+ */
+function sortableBase58(): string {
+  const ms = Date.now();
+  if (ms > sortableMs) {
+    sortableMs = ms;
+    drawTail();
+  } else if (!countUp(sortableTail)) {
+    sortableMs += 1;
+    drawTail();
+  }
+  let time = '';
+  for (let rest = sortableMs, i = 0; i < TIME_DIGITS; i++, rest = Math.floor(rest / 58))
+    time = BASE58[rest % 58] + time;
+  let tail = '';
+  for (const digit of sortableTail) tail += BASE58[digit];
+  return time + tail;
+}
+
+function drawTail(): void {
+  const random = randomString(BASE58, TAIL_DIGITS);
+  for (let i = 0; i < TAIL_DIGITS; i++) sortableTail[i] = BASE58.indexOf(random[i]!);
+}
+
+/** Adds one to base-58 digits, most significant first; false when they were all at their largest. */
+function countUp(digits: number[]): boolean {
+  for (let i = digits.length - 1; i >= 0; i--) {
+    if (digits[i]! < 57) {
+      digits[i]!++;
+      return true;
+    }
+    digits[i] = 0;
+  }
+  return false;
+}
+
 /** Identifier formats of the original (compat notes §0). */
 export const newId = {
   eventStream: () => `est_${randomString(BASE58, 22)}`,
-  event: () => `evt_${randomString(BASE58, 22)}`,
+  /** In the original's format (`evt_` and 22 base58 characters), sorting in the order they were made. */
+  event: () => `evt_${sortableBase58()}`,
   /** A stream's Standard Webhooks signing secret (not in the original). */
   signingSecret: () => `whk_${randomString(BASE58, 22)}`,
   segment: () => `seg_${randomString(BASE58, 22)}`,
