@@ -81,7 +81,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
 
-  dropStalledResponses(app.server, config.responseStallTimeoutMs, services.logger);
+  dropStalledResponses(app, config.responseStallTimeoutMs, services.logger);
   app.setValidatorCompiler(validatorCompiler);
   // Responses are written with JSON.stringify: response schemas document the API; they never drop members.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

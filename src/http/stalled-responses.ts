@@ -1,19 +1,28 @@
-import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
 import type { Logger } from '../logger.ts';
+
+/** Bodies longer than this (in characters or bytes) are written in CHUNK_BYTES pieces. */
+const CHUNKED_ABOVE = 256 * 1024;
+const CHUNK_BYTES = 64 * 1024;
 
 /**
  * Lets go of responses whose client stopped reading them. What the kernel cannot take of a response stays
  * in this process for as long as its connection lives, so clients that read nothing could hold the
  * server's memory response after response. Node's socket timeout (set to `stallMs`) fires once a socket
- * has been idle that long, and a write that no longer progresses counts as idle. A socket that still has
- * bytes to send when it fires belongs to a client that stopped reading: it is destroyed and its bytes are
- * let go. One without is waiting for its handler (a query held by a lock) or for its next request, which
- * keep-alive ends in time: it is left alone, and the timer runs again at its next activity.
+ * has been idle that long; a write that completes is activity. A socket that still has bytes to send when
+ * it fires belongs to a client that stopped reading: it is destroyed and its bytes are let go. One
+ * without is waiting for its handler (a query held by a lock) or for its next request, which keep-alive
+ * ends in time: it is left alone, and the timer runs again at its next activity.
+ *
+ * Large bodies are written in pieces, each a write that completes as the client reads: over TLS a body
+ * written whole is one write that completes only at its end, so a client reading it slowly but steadily
+ * would look stalled.
  */
-export function dropStalledResponses(server: Server, stallMs: number, logger: Pick<Logger, 'info'>): void {
-  server.setTimeout(stallMs);
-  server.on('timeout', (socket: Socket) => {
+export function dropStalledResponses(app: FastifyInstance, stallMs: number, logger: Pick<Logger, 'info'>): void {
+  app.server.setTimeout(stallMs);
+  app.server.on('timeout', (socket: Socket) => {
     const unsent = socket.writableLength;
     if (unsent === 0) return;
     logger.info(
@@ -22,4 +31,15 @@ export function dropStalledResponses(server: Server, stallMs: number, logger: Pi
     );
     socket.destroy();
   });
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (request.method === 'HEAD') return payload;
+    if (!(typeof payload === 'string' || Buffer.isBuffer(payload)) || payload.length <= CHUNKED_ABOVE) return payload;
+    const body = typeof payload === 'string' ? Buffer.from(payload) : payload;
+    reply.header('content-length', body.length);
+    return Readable.from(piecesOf(body));
+  });
+}
+
+function* piecesOf(body: Buffer): Generator<Buffer> {
+  for (let start = 0; start < body.length; start += CHUNK_BYTES) yield body.subarray(start, start + CHUNK_BYTES);
 }
