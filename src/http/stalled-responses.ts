@@ -31,12 +31,17 @@ export function dropStalledResponses(app: FastifyInstance, stallMs: number, logg
     );
     socket.destroy();
   });
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (request.method === 'HEAD') return payload;
-    if (!(typeof payload === 'string' || Buffer.isBuffer(payload)) || payload.length <= CHUNKED_ABOVE) return payload;
+  // A callback hook, not an async one: it runs on every response, and most pass through untouched.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (
+      request.method === 'HEAD' ||
+      !(typeof payload === 'string' || Buffer.isBuffer(payload)) ||
+      payload.length <= CHUNKED_ABOVE
+    )
+      return done(null, payload);
     const body = typeof payload === 'string' ? Buffer.from(payload) : payload;
     reply.header('content-length', body.length);
-    return Readable.from(piecesOf(body));
+    done(null, Readable.from(piecesOf(body)));
   });
 }
 
