@@ -4,6 +4,7 @@
  */
 import os from 'node:os';
 import type { BenchContext } from './lib.ts';
+import * as apiReference from './api-reference.ts';
 import * as deliveries from './deliveries.ts';
 import * as embedded from './embedded.ts';
 import * as growth from './growth.ts';
@@ -25,6 +26,7 @@ const benchmarks: Record<string, (context: BenchContext) => Promise<void>> = {
   'claim-growth': deliveries.claimGrowth,
   startup: startup.run,
   embedded: embedded.run,
+  'api-reference': apiReference.run,
   soak: soak.run,
   growth: growth.run,
 };

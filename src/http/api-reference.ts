@@ -9,7 +9,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
  * host and without a token, so they are not rate-limited: each document is rendered once, after the last
  * route was added, and sent as the same bytes with an ETag. Sent as strings, the documents (186 KB of
  * JSON, 456 KB of YAML) cost 2.4–2.7 ms of CPU a request, most of it measuring and encoding their UTF-8
- * twice; as kept bytes 0.17–0.31 ms.
+ * twice; as kept bytes 0.11–0.18 ms, 1.05× and 1.23× a bare node:http server's (`npm run bench --
+ * api-reference`).
  */
 export async function registerApiReference(app: FastifyInstance): Promise<void> {
   await app.register(fastifySwagger, {

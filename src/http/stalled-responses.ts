@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '../logger.ts';
 
@@ -16,9 +17,10 @@ const CHUNK_BYTES = 64 * 1024;
  * without is waiting for its handler (a query held by a lock) or for its next request, which keep-alive
  * ends in time: it is left alone, and the timer runs again at its next activity.
  *
- * Large bodies are written in pieces, each a write that completes as the client reads: over TLS a body
- * written whole is one write that completes only at its end, so a client reading it slowly but steadily
- * would look stalled.
+ * Over TLS, large bodies are written in pieces, each a write that completes as the client reads: there
+ * a body written whole is one write that completes only at its end, so a client reading it slowly but
+ * steadily would look stalled. Over plain TCP Node sees a single write progress by itself, and the
+ * pieces would only cost CPU (a 456 KB body: 1.8× a bare server's CPU, against 1.2× written whole).
  */
 export function dropStalledResponses(app: FastifyInstance, stallMs: number, logger: Pick<Logger, 'info'>): void {
   app.server.setTimeout(stallMs);
@@ -34,6 +36,7 @@ export function dropStalledResponses(app: FastifyInstance, stallMs: number, logg
   // A callback hook, not an async one: it runs on every response, and most pass through untouched.
   app.addHook('onSend', (request, reply, payload, done) => {
     if (
+      !(request.raw.socket as Partial<TLSSocket>).encrypted ||
       request.method === 'HEAD' ||
       !(typeof payload === 'string' || Buffer.isBuffer(payload)) ||
       payload.length <= CHUNKED_ABOVE

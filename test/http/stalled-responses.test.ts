@@ -124,7 +124,9 @@ for (const [name, start] of setups) {
       const { client } = await open('Connection: close\r\n');
       let received = 0;
       let sincePause = 0;
+      const chunks: Buffer[] = [];
       client.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
         received += chunk.length;
         sincePause += chunk.length;
         if (sincePause >= 1024 * 1024) {
@@ -136,6 +138,18 @@ for (const [name, start] of setups) {
       const started = Date.now();
       await new Promise((resolve, reject) => client.on('end', resolve).on('error', reject));
       assert.ok(received > METADATA_CHARS, `read ${received} bytes`);
+      // The whole body, as long as its Content-Length says, and the user it names (over TLS it was written
+      // in pieces).
+      const answer = Buffer.concat(chunks);
+      const headEnd = answer.indexOf('\r\n\r\n');
+      const head = answer.subarray(0, headEnd).toString('latin1');
+      assert.match(head, /^HTTP\/1\.1 200 /);
+      assert.doesNotMatch(head, /transfer-encoding/i);
+      const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1]);
+      assert.equal(answer.length - headEnd - 4, length);
+      const user = JSON.parse(answer.subarray(headEnd + 4).toString('utf8'));
+      assert.equal(user.user_id, userId);
+      assert.equal(user.user_metadata.blob.length, METADATA_CHARS);
       assert.ok(Date.now() - started > STALL_MS * 2, 'the read took longer than the timeout');
     });
 
