@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import Fastify from 'fastify';
+import { registerApiReference } from '../src/http/api-reference.ts';
+import { dropStalledResponses } from '../src/http/stalled-responses.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
 const run = promisify(execFile);
@@ -131,6 +135,40 @@ describe('OpenAPI document and the API reference page', () => {
       assert.match(stdout, /Search users by email/);
     } finally {
       fs.rmSync(profile, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a document sent before its route handler', () => {
+  it('ends the request there, also when its client goes away while it is written', async () => {
+    const warnings: string[] = [];
+    const app = Fastify({ logger: { level: 'warn', stream: { write: (line: string) => void warnings.push(line) } } });
+    dropStalledResponses(app, 30_000, { info: () => undefined } as never);
+    await registerApiReference(app);
+    // A document of several MB: more than the loopback's buffers take at once, so it is still being
+    // written (in pieces, as a stream) when the client goes away.
+    for (let i = 0; i < 5000; i++)
+      app.get(`/api/v2/thing${i}`, { schema: { description: `Thing ${i}. ${'x'.repeat(1000)}` } }, async () => ({}));
+    let handled = 0;
+    app.addHook('preHandler', async (request) => {
+      if (request.url.startsWith('/docs/')) handled++;
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const { port } = app.server.address() as net.AddressInfo;
+      const whole = await fetch(`http://127.0.0.1:${port}/docs/yaml`);
+      assert.ok((await whole.text()).length > 4 * 1024 * 1024);
+      for (let i = 0; i < 3; i++) {
+        const client = net.connect(port, '127.0.0.1');
+        client.write('GET /docs/yaml HTTP/1.1\r\nHost: localhost\r\n\r\n');
+        await new Promise((resolve) => client.once('data', resolve));
+        client.destroy();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.equal(handled, 0, "Swagger UI's own handler ran after the document was sent");
+      assert.deepEqual(warnings, []);
+    } finally {
+      await app.close();
     }
   });
 });
