@@ -1,10 +1,17 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import https from 'node:https';
+import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import tls from 'node:tls';
 import { promisify } from 'node:util';
+import Fastify from 'fastify';
+import { registerApiReference } from '../src/http/api-reference.ts';
+import { dropStalledResponses } from '../src/http/stalled-responses.ts';
+import { createCertificateAuthority, issueServerCertificate } from '../src/tls/dev-ca.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
 const run = promisify(execFile);
@@ -129,6 +136,53 @@ describe('OpenAPI document and the API reference page', () => {
       assert.match(stdout, /Search users by email/);
     } finally {
       fs.rmSync(profile, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a document sent before its route handler', () => {
+  it('ends the request there, also when its client goes away while it is written', async () => {
+    const warnings: string[] = [];
+    // Over TLS, where a document over 256 KB is written in pieces, as a stream.
+    const ca = createCertificateAuthority();
+    const leaf = issueServerCertificate(ca, ['localhost', '127.0.0.1']);
+    const app = Fastify({
+      https: { cert: leaf.cert, key: leaf.key },
+      logger: { level: 'warn', stream: { write: (line: string) => void warnings.push(line) } },
+    });
+    dropStalledResponses(app, 30_000, { info: () => undefined } as never);
+    await registerApiReference(app);
+    // A document of several MB: more than the loopback's buffers take at once, so it is still being
+    // written (in pieces, as a stream) when the client goes away.
+    for (let i = 0; i < 5000; i++)
+      app.get(`/api/v2/thing${i}`, { schema: { description: `Thing ${i}. ${'x'.repeat(1000)}` } }, async () => ({}));
+    let handled = 0;
+    app.addHook('preHandler', async (request) => {
+      if (request.url.startsWith('/docs/')) handled++;
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const { port } = app.server.address() as net.AddressInfo;
+      const whole = await new Promise<number>((resolve, reject) =>
+        https
+          .get({ host: '127.0.0.1', port, path: '/docs/yaml', ca: ca.cert, servername: 'localhost' }, (res) => {
+            let length = 0;
+            res.on('data', (chunk: Buffer) => (length += chunk.length)).on('end', () => resolve(length));
+          })
+          .on('error', reject),
+      );
+      assert.ok(whole > 4 * 1024 * 1024, `${whole} bytes`);
+      for (let i = 0; i < 3; i++) {
+        const client = tls.connect({ port, host: '127.0.0.1', ca: ca.cert, servername: 'localhost' });
+        client.write('GET /docs/yaml HTTP/1.1\r\nHost: localhost\r\n\r\n');
+        await new Promise((resolve) => client.once('data', resolve));
+        client.destroy();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.equal(handled, 0, "Swagger UI's own handler ran after the document was sent");
+      assert.deepEqual(warnings, []);
+    } finally {
+      await app.close();
     }
   });
 });

@@ -45,9 +45,13 @@ export async function registerApiReference(app: FastifyInstance): Promise<void> 
       route.config = { ...route.config, public: true, tenantless: true };
     });
     // Swagger UI's own /docs/json and /docs/yaml routes answer with the rendered bytes before their handlers.
-    reference.addHook('onRequest', async (request, reply) => {
+    // A callback hook that answers and never calls done: the request ends there. An async one returning
+    // the reply would go on to the handler whenever the reply resolved before it ended (a client gone
+    // while a document over 256 KB was still streaming), rendering the document again and logging a warning.
+    reference.addHook('onRequest', (request, reply, done) => {
       const document = documents.get(request.routeOptions.url ?? '');
-      if (document) return document(request, reply);
+      if (document) document(request, reply);
+      else done();
     });
     await reference.register(fastifySwaggerUi, { routePrefix: '/docs', staticCSP: true });
   });

@@ -75,7 +75,10 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & ClientE
         ? clientError.timeout()
         : clientError.malformed(parserReason(error));
   this.log.debug({ code: error.code, reason: error.reason }, 'request refused by the HTTP parser');
-  if (socket.writable) {
+  // Not in the middle of a response already begun (a request pipelined behind one being answered):
+  // the refusal would land inside that response's body. Node's own handler keeps the same rule.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent) {
     const body = JSON.stringify(refusal.toBody());
     socket.write(
       `HTTP/1.1 ${refusal.statusCode} ${STATUS_CODES[refusal.statusCode]}\r\n` +

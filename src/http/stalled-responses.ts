@@ -14,8 +14,9 @@ const CHUNK_BYTES = 64 * 1024;
  * server's memory response after response. Node's socket timeout (set to `stallMs`) fires once a socket
  * has been idle that long; a write that completes is activity. A socket that still has bytes to send when
  * it fires belongs to a client that stopped reading: it is destroyed and its bytes are let go. One
- * without is waiting for its handler (a query held by a lock) or for its next request, which keep-alive
- * ends in time: it is left alone, and the timer runs again at its next activity.
+ * without, whose response is under way, is waiting for its handler (a query held by a lock): it is left
+ * alone, and the timer runs again at its next activity. One with no response under way is closed, as
+ * Node closes it without a listener: between requests the same timer is keep-alive's.
  *
  * Over TLS, large bodies are written in pieces, each a write that completes as the client reads: there
  * a body written whole is one write that completes only at its end, so a client reading it slowly but
@@ -24,7 +25,15 @@ const CHUNK_BYTES = 64 * 1024;
  */
 export function dropStalledResponses(app: FastifyInstance, stallMs: number, logger: Pick<Logger, 'info'>): void {
   app.server.setTimeout(stallMs);
-  app.server.on('timeout', (socket: Socket) => {
+  app.server.on('timeout', (socket: Socket & { _httpMessage?: unknown }) => {
+    // No response under way: the connection waits for its next request and this is keep-alive's
+    // timeout (Node arms it on the same timer), or it has not sent a whole request yet. A listener
+    // here stops Node from closing it itself, so it is closed as Node would: left open, an idle
+    // connection would live as long as its client wants, and hold server.close() (shutdown) as long.
+    if (!socket._httpMessage) {
+      socket.destroy();
+      return;
+    }
     const unsent = socket.writableLength;
     if (unsent === 0) return;
     logger.info(

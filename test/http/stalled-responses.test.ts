@@ -153,6 +153,36 @@ for (const [name, start] of setups) {
       assert.ok(Date.now() - started > STALL_MS * 2, 'the read took longer than the timeout');
     });
 
+    it("still closes a kept-alive connection once keep-alive's timeout runs out after its response", async () => {
+      const keepAliveTimeout = server.app.server.keepAliveTimeout;
+      // Shorter than the stall timeout, as Fastify's 72 s default is longer than the 30 s one.
+      server.app.server.keepAliveTimeout = STALL_MS / 2;
+      try {
+        const before = accepted.length;
+        const client = setup.connect(port);
+        await new Promise((resolve, reject) => client.once('error', reject).once('ready', resolve));
+        let received = '';
+        client.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+        client.write(`GET /health HTTP/1.1\r\nHost: ${server.domain}\r\n\r\n`);
+        await waitUntil(
+          async () => received.includes('"status"'),
+          2000,
+          () => 'the response',
+        );
+        const socket = accepted[before]!;
+        assert.match(received, /^HTTP\/1\.1 200 /);
+        assert.match(received, /keep-alive/i);
+        await waitUntil(
+          async () => socket.destroyed,
+          STALL_MS * 4,
+          () => 'the idle kept-alive connection to be closed',
+        );
+        client.destroy();
+      } finally {
+        server.app.server.keepAliveTimeout = keepAliveTimeout;
+      }
+    });
+
     if (name.startsWith('postgres')) {
       it('keeps a connection whose handler waits on the database longer than the timeout', async () => {
         const stream = await server.request({
