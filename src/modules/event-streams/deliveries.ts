@@ -55,8 +55,8 @@ export interface DeliveryPage {
 }
 
 const DEFAULT_TAKE = 50;
-/** A page of deliveries holds events of at most this many characters of data in all (see withinPageBytes). */
-const PAGE_EVENT_CHARS = 1024 * 1024;
+/** A page of deliveries holds events of at most this many bytes of data in all (see withinPageBytes). */
+const PAGE_EVENT_BYTES = 1024 * 1024;
 /**
  * A redelivery queuing this many refreshes the planner's statistics of deliveries at once. PostgreSQL
  * otherwise plans the workers' claim on counts from before (a few pending rows where a million now
@@ -94,7 +94,7 @@ export class Deliveries {
   }
 
   /**
-   * The first deliveries of `rows` whose events' data add up to at most PAGE_EVENT_CHARS (the first one
+   * The first deliveries of `rows` whose events' data add up to at most PAGE_EVENT_BYTES (the first one
    * whatever its size). An event carries a user, whose metadata can approach the body limit: a page of
    * 100 such would be a response of 100 MB, held in memory for as long as its client takes to read it.
    * The listing's `next` resumes after the last one given, so a shorter page loses nothing.
@@ -105,7 +105,7 @@ export class Deliveries {
     let total = 0;
     for (let i = 0; i < rows.length; i++) {
       total += sizes.get(rows[i]!.event_id) ?? 0;
-      if (total > PAGE_EVENT_CHARS && i > 0) return rows.slice(0, i);
+      if (total > PAGE_EVENT_BYTES && i > 0) return rows.slice(0, i);
     }
     return rows;
   }

@@ -354,7 +354,7 @@ for (const kind of databaseKinds()) {
         subscriptions: [{ event_type: 'user.created' }],
         destination: webhook(receiver.url),
       });
-      // Four events of about 0.4 M characters each: two fit under the page's 1 M, three do not.
+      // Four events of about 0.4 MB each: two fit under the page's 1 MiB, three do not.
       const large = 400_000;
       for (let i = 0; i < 4; i++) {
         const created = await server.request({

@@ -239,11 +239,14 @@ export class DeliveryStore {
     return this.database.db.selectFrom('events').selectAll().where('id', 'in', ids).execute();
   }
 
-  /** The length of each given event's data, in characters, without reading the data itself into memory. */
+  /**
+   * The size of each given event's data in bytes. `octet_length` (SQLite 3.43+, PostgreSQL) reads the
+   * stored size only: neither database loads, decompresses or counts the characters of the data itself.
+   */
   async eventSizes(ids: readonly string[]): Promise<Map<string, number>> {
     const rows = await this.database.db
       .selectFrom('events')
-      .select((eb) => ['id', eb.fn<number>('length', [eb.ref('data')]).as('size')])
+      .select((eb) => ['id', eb.fn<number>('octet_length', [eb.ref('data')]).as('size')])
       .where('id', 'in', ids)
       .execute();
     return new Map(rows.map((r) => [r.id, Number(r.size)]));
