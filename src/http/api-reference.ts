@@ -58,7 +58,7 @@ export async function registerApiReference(app: FastifyInstance): Promise<void> 
   app.get('/api/v2/openapi.json', { config: { public: true, tenantless: true }, schema: { hide: true } }, json);
 }
 
-type DocumentReply = (request: FastifyRequest, reply: FastifyReply) => FastifyReply;
+type DocumentReply = (request: FastifyRequest, reply: FastifyReply) => void;
 
 /** Sends what `render` returns, rendered at the first request and kept as bytes; 304 to a matching If-None-Match. */
 function renderedOnce(render: () => string, contentType: string): DocumentReply {
@@ -69,8 +69,8 @@ function renderedOnce(render: () => string, contentType: string): DocumentReply 
       rendered = { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
     }
     reply.header('etag', rendered.etag).header('cache-control', 'no-cache');
-    if (ifNoneMatch(request.headers['if-none-match'], rendered.etag)) return reply.code(304).send();
-    return reply.type(contentType).send(rendered.body);
+    if (ifNoneMatch(request.headers['if-none-match'], rendered.etag)) reply.code(304).send();
+    else reply.type(contentType).send(rendered.body);
   };
 }
 

@@ -89,7 +89,7 @@ export function registerConsole(app: FastifyInstance): void {
  * Whether an Accept-Encoding header admits gzip (RFC 9110 §12.5.3): `gzip` or `x-gzip` with a weight
  * above 0, or else `*` with one; `gzip;q=0` refuses it, whatever `*` says.
  */
-export function acceptsGzip(header: string | undefined): boolean {
+function acceptsGzip(header: string | undefined): boolean {
   if (header === undefined) return false;
   let wildcard: boolean | undefined;
   for (const member of header.split(',')) {

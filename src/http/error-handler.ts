@@ -55,11 +55,6 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
 }
 
 /**
- * Fastify's `frameworkErrors`: a path it cannot decode or route (bad percent-encoding, a parameter
- * past maxParamLength) is refused before any hook, and would otherwise get Fastify's own error body,
- * quoting the whole URL back.
- */
-/**
  * Answers what Node's HTTP parser refused before any route (a malformed start line or header, headers
  * over the limit, a request that did not arrive in time) in the API's error shape, then closes the
  * connection: after such an error the parser cannot find the next request. Logged at debug with the
@@ -101,6 +96,11 @@ function parserReason(error: ClientErrorFields): string {
   return (reason || error.code || 'unreadable request').slice(0, 200);
 }
 
+/**
+ * Fastify's `frameworkErrors`: a path it cannot decode or route (bad percent-encoding, a parameter
+ * past maxParamLength) is refused before any hook, and would otherwise get Fastify's own error body,
+ * quoting the whole URL back.
+ */
 export function frameworkErrorHandler(maxParamLength: number) {
   return (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
     const refusal =
