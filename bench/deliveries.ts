@@ -11,6 +11,8 @@
  *                       nodes, the users created on both). Baseline: the POST's own latency.
  *  redelivery           time to queue 100,000 failed deliveries again (POST …/redeliver {}), on a
  *                       node without a worker. Baseline: one UPDATE of the same rows back to failed.
+ *                       BENCH_REDELIVER sets the number, BENCH_REDELIVER_DATABASES (sqlite,postgres)
+ *                       the databases.
  *
  * PostgreSQL parts run on a fresh database on BENCH_DATABASE_URL's server (default
  * postgres://postgres@127.0.0.1:5432/postgres), dropped afterwards; skipped when none answers.
@@ -53,6 +55,9 @@ const STREAMS = Number(process.env.BENCH_DELIVERY_STREAMS ?? 8);
 const LATENCY_RATE = Number(process.env.BENCH_LATENCY_RATE ?? 10);
 const LATENCY_SECONDS = 10;
 const REDELIVER = Number(process.env.BENCH_REDELIVER ?? 100_000);
+const REDELIVER_DATABASES = (process.env.BENCH_REDELIVER_DATABASES ?? 'sqlite,postgres').split(',') as Array<
+  'sqlite' | 'postgres'
+>;
 const ADMIN_DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** A node's deliveries in flight (DELIVERY_CONCURRENCY's default), and so the baseline's connections. */
 const CONCURRENCY = 32;
@@ -683,7 +688,7 @@ export async function latency(): Promise<void> {
 // c. Redelivery
 
 export async function redelivery(): Promise<void> {
-  for (const kind of ['sqlite', 'postgres'] as const) {
+  for (const kind of REDELIVER_DATABASES) {
     // No worker: the figure is the queuing alone, and nothing is sent.
     const backend = await startBackend(kind, 1, { DELIVERY_WORKER: 'false' });
     if (!backend) continue;

@@ -6,6 +6,7 @@ import { registerConsole } from './http/console.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { AccessLog, requestLoggerFactory } from './http/access-log.ts';
 import { registerRequestPipeline } from './http/hooks.ts';
+import { requestTimeouts } from './http/request-timeouts.ts';
 import { dropStalledResponses } from './http/stalled-responses.ts';
 import { registerFormBodySupport, validatorCompiler } from './http/validation.ts';
 import { ping } from './db/database.ts';
@@ -52,6 +53,7 @@ export interface AppOptions {
 
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
+  const timeouts = requestTimeouts(config.requestTimeoutMs);
   const app = Fastify({
     // Silent means no logger at all, rather than a per-request child logger that writes nothing.
     ...(config.logLevel === 'silent'
@@ -65,10 +67,12 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       ? {
           https: {
             ...options.https,
+            ...timeouts,
             SNICallback: services.customDomainCertificates.sniCallback,
           } as FastifyHttpsOptions<never>['https'],
         }
-      : {}),
+      : { http: timeouts }),
+    requestTimeout: timeouts.requestTimeout,
     bodyLimit: config.bodyLimitBytes,
     // request.ip, which anonymous rate limits count by, believes X-Forwarded-For only from these proxies.
     trustProxy: config.trustProxy as boolean | string,

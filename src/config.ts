@@ -63,6 +63,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** A connection whose response makes no progress this long (its client stopped reading) is closed. */
   responseStallTimeoutMs: number;
+  /** A request must have arrived whole (headers and body) this long after it began; else 408 (requestTimeouts). */
+  requestTimeoutMs: number;
   /** Largest users file POST /jobs/users-imports accepts (it streams to the database, not to memory). */
   usersImportMaxBytes: number;
   /** How long a node holds a users-import job between two batches; after a crash another node resumes it then. */
@@ -352,6 +354,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: trustProxy(text(env, 'TRUST_PROXY')),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     responseStallTimeoutMs: integer(env, 'RESPONSE_STALL_TIMEOUT_MS', 30_000, 100),
+    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 300_000, 100),
     usersImportMaxBytes: integer(env, 'USERS_IMPORT_MAX_BYTES', 512 * 1024 * 1024, 1024),
     usersImportLeaseMs: integer(env, 'USERS_IMPORT_LEASE_MS', 60_000, 1000),
     logLevel: text(env, 'LOG_LEVEL') ?? 'info',

@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { databaseUnavailable } from '../db/unavailable.ts';
@@ -27,6 +27,15 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
   });
 
   app.setErrorHandler((raw: FastifyError | ApiError | Error, request, reply) => {
+    if (bodyAborted(raw, request.raw)) {
+      // The client's doing, not the database's: Node names it ECONNRESET, as a lost database connection is.
+      request.log.info(
+        { tenant: request.tenant?.id },
+        'request aborted: its connection closed before its body arrived',
+      );
+      const error = badRequest.aborted();
+      return reply.code(error.statusCode).send(error.toBody());
+    }
     const unavailable = databaseUnavailable(raw);
     if (unavailable) {
       // Named by the driver's code, so the operator sees which condition to clear.
@@ -52,6 +61,14 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
     if (error.headers) reply.headers(error.headers);
     return reply.code(error.statusCode).send(error.toBody());
   });
+}
+
+/**
+ * Node's error on a request's body stream when its connection closed before the body ended: the client
+ * went away, or Node refused the request for arriving too slowly (request-timeouts.ts).
+ */
+function bodyAborted(raw: Error, incoming: IncomingMessage): boolean {
+  return (raw as { code?: unknown }).code === 'ECONNRESET' && raw.message === 'aborted' && incoming.readableAborted;
 }
 
 /**

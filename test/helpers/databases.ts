@@ -20,8 +20,14 @@ export function databaseKinds(): Array<'sqlite' | 'postgres'> {
   return process.env.TEST_DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
 }
 
-/** A database of its own for one test suite: a fresh SQLite directory, or a fresh PostgreSQL database. */
-export async function createTestDatabase(kind: 'sqlite' | 'postgres'): Promise<TestDatabase> {
+/**
+ * A database of its own for one test suite: a fresh SQLite directory, or a fresh PostgreSQL database
+ * (with `icuLocale`, one whose own collation is that ICU locale's, as an operator's database may be).
+ */
+export async function createTestDatabase(
+  kind: 'sqlite' | 'postgres',
+  options: { icuLocale?: string } = {},
+): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-test-'));
   if (kind === 'sqlite') {
     return {
@@ -36,7 +42,12 @@ export async function createTestDatabase(kind: 'sqlite' | 'postgres'): Promise<T
   const name = `tenantry_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  const locale = options.icuLocale;
+  await admin.query(
+    locale === undefined
+      ? `CREATE DATABASE ${name}`
+      : `CREATE DATABASE ${name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE ${admin.escapeLiteral(locale)}`,
+  );
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;

@@ -18,6 +18,7 @@ import * as emailOutboxByTenant from './016_email_outbox_by_tenant.ts';
 import * as deliveryAttemptsStreamOrder from './017_delivery_attempts_stream_order.ts';
 import * as deliveriesPendingByStream from './018_deliveries_pending_by_stream.ts';
 import * as deliveriesRequeued from './019_deliveries_requeued.ts';
+import * as textComparedBytewise from './020_text_compared_bytewise.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '017_delivery_attempts_stream_order': deliveryAttemptsStreamOrder,
   '018_deliveries_pending_by_stream': deliveriesPendingByStream,
   '019_deliveries_requeued': deliveriesRequeued,
+  '020_text_compared_bytewise': textComparedBytewise,
 };
