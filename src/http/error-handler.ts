@@ -28,12 +28,16 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
 
   app.setErrorHandler((raw: FastifyError | ApiError | Error, request, reply) => {
     if (bodyAborted(raw, request.raw)) {
-      // The client's doing, not the database's: Node names it ECONNRESET, as a lost database connection is.
+      // Not the database's doing: Node names it ECONNRESET, as a lost database connection is. The
+      // answer reaches nobody, and Fastify writes no access line for it: this line is the request's.
+      const timedOut = (request.raw.socket as Partial<TimedOut>)[TIMED_OUT] === true;
       request.log.info(
-        { tenant: request.tenant?.id },
-        'request aborted: its connection closed before its body arrived',
+        { tenant: request.tenant?.id, method: request.method, route: request.routeOptions.url },
+        timedOut
+          ? 'request timed out: its body did not arrive within REQUEST_TIMEOUT_MS'
+          : 'request aborted: its connection closed before its body arrived',
       );
-      const error = badRequest.aborted();
+      const error = timedOut ? clientError.timeout() : badRequest.aborted();
       return reply.code(error.statusCode).send(error.toBody());
     }
     const unavailable = databaseUnavailable(raw);
@@ -67,6 +71,12 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
  * Node's error on a request's body stream when its connection closed before the body ended: the client
  * went away, or Node refused the request for arriving too slowly (request-timeouts.ts).
  */
+/** Marks a connection Node refused for a request that did not arrive in time, once its handler was called. */
+const TIMED_OUT = Symbol('timedOut');
+interface TimedOut {
+  [TIMED_OUT]: boolean;
+}
+
 function bodyAborted(raw: Error, incoming: IncomingMessage): boolean {
   return (raw as { code?: unknown }).code === 'ECONNRESET' && raw.message === 'aborted' && incoming.readableAborted;
 }
@@ -87,6 +97,7 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & ClientE
         ? clientError.timeout()
         : clientError.malformed(parserReason(error));
   this.log.debug({ code: error.code, reason: error.reason }, 'request refused by the HTTP parser');
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') (socket as Duplex & Partial<TimedOut>)[TIMED_OUT] = true;
   // Not in the middle of a response already begun (a request pipelined behind one being answered):
   // the refusal would land inside that response's body. Node's own handler keeps the same rule.
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;

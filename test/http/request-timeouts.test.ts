@@ -132,10 +132,40 @@ for (const [name, start] of setups) {
           lines.filter((l) => l.level >= 50),
           [],
         );
-        assert.equal(lines.filter((l) => l.msg?.startsWith('request aborted: its connection closed')).length, 1);
+        const timedOut = lines.filter((l) => l.msg?.startsWith('request timed out: its body did not arrive'));
+        assert.deepEqual(
+          timedOut.map((l) => [l.method, l.route, l.tenant]),
+          [['POST', '/api/v2/event-streams', 'default']],
+        );
         assert.ok(!setup.logLines.join('\n').includes(server.adminToken));
       }
     });
+
+    // The HTTP setup keeps the server's log lines.
+    if (name === 'HTTP')
+      it('logs a body its client stopped sending as aborted by the client, not as the database unavailable', async () => {
+        const client = setup.connect();
+        client.write(
+          headers('POST', '/api/v2/event-streams', 'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"na'),
+        );
+        await sleep(200);
+        client.destroy();
+        let lines: Array<Record<string, unknown>> = [];
+        for (let waited = 0; waited < 2000; waited += 20) {
+          lines = setup.logLines!.map((l) => JSON.parse(l));
+          if (lines.some((l) => l.msg === 'request aborted: its connection closed before its body arrived')) break;
+          await sleep(20);
+        }
+        const aborted = lines.filter((l) => l.msg === 'request aborted: its connection closed before its body arrived');
+        assert.deepEqual(
+          aborted.map((l) => [l.level, l.method, l.route]),
+          [[30, 'POST', '/api/v2/event-streams']],
+        );
+        assert.deepEqual(
+          lines.filter((l) => (l.level as number) >= 50),
+          [],
+        );
+      });
 
     it('serves a request sent slowly but whole within the limit, and times each request of a kept-alive connection afresh', async () => {
       const request = headers('GET', '/api/v2/event-streams', '\r\n');
