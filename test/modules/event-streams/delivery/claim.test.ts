@@ -78,3 +78,86 @@ describe('delivery claim behind a backlog', () => {
     });
   });
 });
+
+/**
+ * SQLite: a claim's commit does not wait for the disk (a lease lost to a crash only makes its delivery
+ * claimable sooner, and it is sent again either way), and every other commit still does. A trigger records
+ * the connection's synchronous setting as each claimed row is written.
+ */
+describe('delivery claim commits without waiting for the disk (SQLite)', () => {
+  const FULL = 2;
+  const NORMAL = 1;
+  const limits: ClaimLimits = { limit: 4, perStream: 4, reserve: 0, breakerFailures: 10, running: new Map() };
+
+  const setUp = async (sqliteSynchronous: 'full' | 'normal') => {
+    const testDatabase = await createTestDatabase('sqlite');
+    const database = openDatabase({ databaseUrl: undefined, dataDir: testDatabase.dataDir, sqliteSynchronous });
+    await migrate(database);
+    for (const statement of [
+      `INSERT INTO tenants (id, domain, created_at) VALUES ('t', 't.example', '${AT}')`,
+      `INSERT INTO event_streams (id, tenant_id, name, status, subscriptions, destination, secret, created_at, updated_at)
+       VALUES ('est_a', 't', NULL, 'enabled', '[]', '{"type":"webhook"}', NULL, '${AT}', '${AT}')`,
+      `INSERT INTO events (id, tenant_id, type, time, source, data, purpose)
+       VALUES ('evt_1', 't', 'user.created', '${AT}', 'urn:t', '{}', NULL), ('evt_2', 't', 'user.created', '${AT}', 'urn:t', '{}', NULL)`,
+      `INSERT INTO deliveries (stream_id, event_id, event_type, event_time, status, attempt_count, attempt_seq,
+         next_attempt_at, claimed_until, updated_at)
+       VALUES ('est_a', 'evt_1', 'user.created', '${AT}', 'pending', 0, 0, '2026-05-01T00:00:00.000Z', NULL, '${AT}'),
+              ('est_a', 'evt_2', 'user.created', '${AT}', 'pending', 0, 0, '2026-05-01T00:00:00.001Z', NULL, '${AT}')`,
+      `CREATE TABLE probe (synchronous INTEGER)`,
+      `CREATE TABLE refuse (x INTEGER)`,
+      `CREATE TRIGGER probe_lease AFTER UPDATE OF claimed_until ON deliveries BEGIN
+         INSERT INTO probe SELECT synchronous FROM pragma_synchronous;
+         SELECT RAISE(ABORT, 'refused') WHERE EXISTS (SELECT 1 FROM refuse);
+       END`,
+    ])
+      await sql.raw(statement).execute(database.db);
+    const probed = async () =>
+      (await sql<{ synchronous: number }>`SELECT synchronous FROM probe`.execute(database.db)).rows.map(
+        (r) => r.synchronous,
+      );
+    const setting = () => database.sqlite!.pragma('synchronous', { simple: true });
+    return { testDatabase, database, probed, setting };
+  };
+
+  it('claims under synchronous NORMAL, then syncs every other commit again, also after a claim that failed', async () => {
+    const { testDatabase, database, probed, setting } = await setUp('full');
+    try {
+      assert.equal(setting(), FULL);
+      await sql.raw(`INSERT INTO refuse VALUES (1)`).execute(database.db);
+      await assert.rejects(claimDue(database, { leaseMs: 60_000, at: AT }, limits), /refused/);
+      assert.equal(setting(), FULL, 'restored after the failed claim');
+      await sql.raw(`DELETE FROM refuse`).execute(database.db);
+      await sql.raw(`DELETE FROM probe`).execute(database.db);
+
+      const claimed = await claimDue(database, { leaseMs: 60_000, at: AT }, limits);
+      assert.deepEqual(
+        claimed.map((c) => c.event_id),
+        ['evt_1', 'evt_2'],
+      );
+      assert.deepEqual(await probed(), [NORMAL, NORMAL]);
+      assert.equal(setting(), FULL);
+      // Another write on the same connection (a lease handed back, as an outcome's record writes it) syncs.
+      await database.db
+        .updateTable('deliveries')
+        .set({ claimed_until: null })
+        .where('event_id', '=', 'evt_1')
+        .execute();
+      assert.deepEqual(await probed(), [NORMAL, NORMAL, FULL]);
+    } finally {
+      await database.close();
+      await testDatabase.drop();
+    }
+  });
+
+  it('leaves SQLITE_SYNCHRONOUS=normal as it is', async () => {
+    const { testDatabase, database, probed, setting } = await setUp('normal');
+    try {
+      assert.equal((await claimDue(database, { leaseMs: 60_000, at: AT }, limits)).length, 2);
+      assert.deepEqual(await probed(), [NORMAL, NORMAL]);
+      assert.equal(setting(), NORMAL);
+    } finally {
+      await database.close();
+      await testDatabase.drop();
+    }
+  });
+});
