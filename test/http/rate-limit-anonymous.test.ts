@@ -18,6 +18,13 @@ it('client addresses: IPv4 one by one, IPv6 by its /64', () => {
   assert.equal(clientAddress('::1'), '0:0:0:0::/64');
 });
 
+it('client addresses: a port written beside the address is not part of it', () => {
+  assert.equal(clientAddress('203.0.113.9:1234'), '203.0.113.9');
+  assert.equal(clientAddress('[2001:db8:1:2::99]:443'), '2001:db8:1:2::/64');
+  assert.equal(clientAddress('[::ffff:203.0.113.9]:80'), '203.0.113.9');
+  assert.equal(clientAddress('[2001:db8::1]'), '2001:db8:0:0::/64');
+});
+
 for (const kind of databaseKinds()) {
   describe(`anonymous traffic cannot lock a tenant out (${kind})`, () => {
     let server: TestServer;
@@ -187,6 +194,28 @@ describe('TRUST_PROXY: the client address behind a proxy', () => {
     const direct = [];
     for (let i = 0; i < 3; i++) direct.push((await call('198.51.100.20', `192.0.2.${50 + i}`)).statusCode);
     assert.deepEqual(direct, [401, 401, 429]);
+  });
+
+  it('counts a client as one whatever source port its proxy writes beside its address', async () => {
+    // Some proxies (Azure's among them) write `address:port` into X-Forwarded-For: each new connection
+    // of one client comes with another port, and must not buy it a fresh bucket.
+    const call = (forwardedFor: string) =>
+      server.request({
+        url: USERS,
+        token: null,
+        remoteAddress: '127.0.0.1',
+        headers: { 'x-forwarded-for': forwardedFor },
+      });
+    for (const [spellings, label] of [
+      [['192.0.2.30:40001', '192.0.2.30:40002', '192.0.2.30'], 'IPv4'],
+      [['[2001:db8:7::1]:40001', '[2001:db8:7::2]:40002', '2001:db8:7::3'], 'IPv6'],
+    ] as const) {
+      const statuses = [];
+      for (const forwardedFor of spellings) statuses.push((await call(forwardedFor)).statusCode);
+      assert.deepEqual(statuses, [401, 401, 429], label);
+    }
+    // Nor do two clients whose addresses begin alike share one bucket because of their ports.
+    assert.equal((await call('192.0.2.31:40001')).statusCode, 401);
   });
 });
 
