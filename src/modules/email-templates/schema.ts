@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { registerFormat } from '../../http/validation.ts';
 
 /** The one template this server sends; the original has more (reset_email, welcome_email, …). */
 export const TEMPLATE_NAMES = ['verify_email'] as const;
@@ -11,6 +12,13 @@ export const DEFAULT_LINK_LIFETIME_SECONDS = 432_000;
 
 /** http(s) only: the link's redirect must never become a javascript: or data: URL. */
 export const RESULT_URL_PATTERN = '^https?://[^\\s]+$';
+
+/**
+ * Beside the pattern, the URL must parse (`http://[x`, a port past 65535 and `%zz` in the host match it
+ * and do not): the link builds its redirect from it once the ticket is spent, and would answer 500.
+ */
+export const RESULT_URL_FORMAT = 'result-url';
+registerFormat(RESULT_URL_FORMAT, (value: string) => URL.canParse(value));
 
 const TemplateNameSchema = Type.Union(
   TEMPLATE_NAMES.map((name) => Type.Literal(name)),
@@ -38,6 +46,7 @@ const members = {
       Type.String({
         maxLength: 2048,
         pattern: RESULT_URL_PATTERN,
+        format: RESULT_URL_FORMAT,
         description: 'Where the verification link redirects once used (http or https)',
       }),
     ),

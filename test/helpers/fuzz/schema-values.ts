@@ -91,6 +91,8 @@ function stringValue(schema: Schema): fc.Arbitrary<unknown> {
         .map(([l, d]) => `${l}@${d}`);
     case 'uri':
       return fc.constantFrom('https://app.example/welcome', 'https://app.example/?a=1#x', 'http://localhost:3000/cb');
+    case 'result-url':
+      return fc.constantFrom('https://app.example/done', 'https://app.example/?a=1#x', 'http://localhost:3000/cb');
     case 'date-time':
       return fc
         .date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2030-01-01T00:00:00Z'), noInvalidDate: true })

@@ -621,6 +621,45 @@ describe('verification emails, the mail outbox and the development mailbox', { c
         assert.equal(refused.json().message, 'Insufficient scope, expected any of: create:user_tickets');
       });
 
+      it('refuses a result_url that matches the pattern but is no URL, and a link whose stored one is none shows its page', async () => {
+        // Each of these passed the pattern and was stored; following its link then answered 500.
+        const user = (await createUser({ email: newEmail(), verify_email: false })).json();
+        for (const resultUrl of ['http://[bad', 'https://app.example.com:99999/', 'http://%zz']) {
+          const ticket = await server.request({
+            method: 'POST',
+            url: '/api/v2/tickets/email-verification',
+            payload: { user_id: user.user_id, result_url: resultUrl },
+          });
+          assert.equal(ticket.statusCode, 400, `${resultUrl}: ${ticket.body}`);
+          assert.deepEqual(ticket.json(), {
+            statusCode: 400,
+            error: 'Bad Request',
+            message: `Payload validation error: 'Object didn't pass validation for format result-url: ${resultUrl}' on property result_url (Where the link redirects once used (http or https)).`,
+            errorCode: 'invalid_body',
+          });
+          const template = await patchTemplate({ resultUrl });
+          assert.equal(template.statusCode, 400, `${resultUrl}: ${template.body}`);
+          assert.equal(template.json().errorCode, 'invalid_body');
+          assert.match(template.json().message, /format result-url/);
+        }
+        // A link stored before the check: it verifies and shows its page instead of failing.
+        const ticket = await server.request({
+          method: 'POST',
+          url: '/api/v2/tickets/email-verification',
+          payload: { user_id: user.user_id, result_url: 'https://app.example.com/done' },
+        });
+        assert.equal(ticket.statusCode, 201, ticket.body);
+        await server.services.database.db
+          .updateTable('email_verification_tickets')
+          .set({ result_url: 'http://[bad' })
+          .where('user_id', '=', user.user_id)
+          .execute();
+        const followed = await follow(new URL(ticket.json().ticket));
+        assert.equal(followed.statusCode, 200, followed.body);
+        assert.match(followed.body, /Your email was verified/);
+        assert.equal((await userById(user.user_id)).email_verified, true);
+      });
+
       it('sends a verification email from POST /jobs/verification-email and reports it in GET /jobs/{id}', async () => {
         await patchTemplate({ body: '<a href="{{ url }}">verify</a>' });
         const user = (await createUser({ email: newEmail(), verify_email: false })).json();

@@ -34,7 +34,8 @@ function answer(reply: FastifyReply, redemption: Redemption) {
     .header('cache-control', 'no-store')
     .header('referrer-policy', 'no-referrer')
     .header('x-content-type-options', 'nosniff');
-  if (redemption.kind === 'invalid' || redemption.resultUrl === null)
+  // A result_url stored before it had to parse as a URL (see RESULT_URL_FORMAT) shows the page too.
+  if (redemption.kind === 'invalid' || redemption.resultUrl === null || !URL.canParse(redemption.resultUrl))
     return page(reply, outcome.status, outcome.message);
   const target = new URL(redemption.resultUrl);
   if (redemption.kind === 'verified' && redemption.includeEmailInRedirect)

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { MAX_LINK_LIFETIME_SECONDS, RESULT_URL_PATTERN } from '../../email-templates/schema.ts';
+import { MAX_LINK_LIFETIME_SECONDS, RESULT_URL_FORMAT, RESULT_URL_PATTERN } from '../../email-templates/schema.ts';
 
 export const EmailVerificationTicketBody = Type.Object(
   {
@@ -12,6 +12,7 @@ export const EmailVerificationTicketBody = Type.Object(
       Type.String({
         maxLength: 2048,
         pattern: RESULT_URL_PATTERN,
+        format: RESULT_URL_FORMAT,
         description: 'Where the link redirects once used (http or https)',
       }),
     ),
