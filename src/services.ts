@@ -188,6 +188,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const deliveryWakeup = new DeliveryWakeup(database);
   const eventStreams = new EventStreamService(database, secretBox, tenants, {
     guard: endpointGuard,
+    maxPerTenant: config.eventStreamsMax,
     queued: (trx) => deliveryWakeup.queued(trx),
     logger,
   });

@@ -185,6 +185,10 @@ export function serviceUnavailable({
 // ---- Custom domains (src/modules/custom-domains) ----
 
 /** The custom domains API's refusals, in the original's words. */
+/** The original answers both a stream name in use and one stream too many with this one message. */
+const STREAM_CONFLICT =
+  'You have reached the maximum number of event streams for your account OR Event stream name already in use.';
+
 export const customDomainError = {
   notFound: (id: string) => new ApiError(404, `The custom domain ${id} does not exist`, 'inexistent_custom_domain'),
   alreadyExists: () => conflict('Custom domain already exists.'),
@@ -325,11 +329,9 @@ export const usersImportErrors = {
 export const eventStreamErrors = {
   streamNotFound: () => new ApiError(404, 'The requested stream does not exist.'),
   eventNotFound: () => new ApiError(404, 'The event does not exist.'),
-  /** The original's 409 for a name the tenant's streams already use (its message also names a limit). */
-  nameTaken: () =>
-    conflict(
-      'You have reached the maximum number of event streams for your account OR Event stream name already in use.',
-    ),
+  /** The original's 409 for a name the tenant's streams already use, and for one stream too many (EVENT_STREAMS_MAX). */
+  nameTaken: () => conflict(STREAM_CONFLICT),
+  tooMany: () => conflict(STREAM_CONFLICT),
   notRedeliverable: () => conflict('The event is not in a state that allows redelivery.'),
   signingSecretNotFound: () => new ApiError(404, 'The signing secret does not exist.'),
   /** The original also has eventbridge and action destinations; this server delivers to webhooks only. */

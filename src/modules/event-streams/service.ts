@@ -10,6 +10,8 @@ import { StreamStore } from './store/streams.ts';
 import { Streams } from './streams.ts';
 import { TestEvents } from './test-events.ts';
 import type { Logger } from '../../logger.ts';
+import { EVENT_STREAMS_MAX } from '../../config.ts';
+import type { TenantService } from '../tenants/service.ts';
 
 export type { EventInput };
 
@@ -20,6 +22,8 @@ export interface EventStreamOptions {
   queued: QueuedListener;
   /** Where a failed refresh of the planner's statistics after a large redelivery is told (the server's logger). */
   logger?: Pick<Logger, 'error'>;
+  /** Most streams one tenant may have (EVENT_STREAMS_MAX); its default when not given. */
+  maxPerTenant?: number;
 }
 
 /**
@@ -39,11 +43,22 @@ export class EventStreamService {
   private readonly outbox: EventOutbox;
   private readonly deliveryStore: DeliveryStore;
 
-  constructor(database: Database, secretBox: SecretBox, tenants: TenantLookup, options: EventStreamOptions) {
+  constructor(
+    database: Database,
+    secretBox: SecretBox,
+    tenants: TenantLookup & Pick<TenantService, 'lock'>,
+    options: EventStreamOptions,
+  ) {
     const streamStore = new StreamStore(database);
     const deliveryStore = new DeliveryStore(database);
     this.deliveryStore = deliveryStore;
-    this.streams = new Streams(database, streamStore, new Destinations(secretBox, options.guard));
+    this.streams = new Streams(
+      database,
+      streamStore,
+      new Destinations(secretBox, options.guard),
+      tenants,
+      options.maxPerTenant ?? EVENT_STREAMS_MAX,
+    );
     this.deliveries = new Deliveries(database, streamStore, deliveryStore, options.queued, options.logger);
     this.testEvents = new TestEvents(database, streamStore, deliveryStore, tenants, options.queued);
     this.signingSecrets = new SigningSecrets(database, streamStore, secretBox);

@@ -6,6 +6,7 @@ import { idPattern, newId } from '../../ids.ts';
 import type { Destinations, PublicDestination } from './destinations.ts';
 import type { CreateStreamBody, UpdateStreamBody } from './schema.ts';
 import type { StreamRead, StreamRow, StreamStore } from './store/streams.ts';
+import type { TenantService } from '../tenants/service.ts';
 
 export interface EventStream {
   id: string;
@@ -39,6 +40,8 @@ export class Streams {
     private readonly database: Database,
     private readonly store: StreamStore,
     private readonly destinations: Destinations,
+    private readonly tenants: Pick<TenantService, 'lock'>,
+    private readonly maxPerTenant: number,
   ) {}
 
   async create(tenantId: string, input: CreateStreamBody): Promise<EventStream> {
@@ -59,7 +62,14 @@ export class Streams {
       circuit_open_until: null,
       status_reason: null,
     };
-    await this.store.insert(row);
+    await transaction(this.database, async (trx) => {
+      // Every user write queues a delivery per subscribed stream, each a POST to an address the client
+      // chose: the streams bound that fan-out. Creations of one tenant run one after another, so the
+      // bound holds under concurrency.
+      await this.tenants.lock(trx, tenantId);
+      if ((await this.store.count(trx, tenantId)) >= this.maxPerTenant) throw eventStreamErrors.tooMany();
+      await this.store.insert(row, trx);
+    });
     return present(row);
   }
 

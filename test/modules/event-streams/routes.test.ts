@@ -807,3 +807,56 @@ for (const kind of databaseKinds()) {
     });
   });
 }
+
+for (const kind of databaseKinds()) {
+  describe(`event streams per tenant are bounded (${kind})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer(kind, { DELIVERY_WORKER: 'false', EVENT_STREAMS_MAX: '3' });
+    });
+    after(() => server.close());
+
+    // Every user write queues one delivery per subscribed stream, in its own transaction, and each is a
+    // POST to an address the client chose: without a bound, one client's streams made every write of its
+    // tenant as long as it liked, and every event a flood of requests to one host.
+    it("refuses a stream past EVENT_STREAMS_MAX with the original's 409, also when they are created at once", async () => {
+      const payloadOf = (name: string) => ({
+        name,
+        subscriptions: [{ event_type: 'user.created' }],
+        destination: {
+          type: 'webhook',
+          configuration: {
+            webhook_endpoint: 'https://93.184.216.34/hook',
+            webhook_authorization: { method: 'bearer', token: 'secret-bearer-token' },
+          },
+        },
+      });
+      const create = (name: string) =>
+        server.request({ method: 'POST', url: '/api/v2/event-streams', payload: payloadOf(name) });
+      const statuses = (await Promise.all(['a', 'b', 'c', 'd', 'e'].map(create))).map((r) => r.statusCode).sort();
+      assert.deepEqual(statuses, [201, 201, 201, 409, 409]);
+      const refused = await create('f');
+      assert.deepEqual(refused.json(), {
+        statusCode: 409,
+        error: 'Conflict',
+        message:
+          'You have reached the maximum number of event streams for your account OR Event stream name already in use.',
+      });
+      const listed = (await server.request({ url: '/api/v2/event-streams' })).json().eventStreams;
+      assert.equal(listed.length, 3);
+      // Deleting one makes room again; another tenant has its own bound.
+      const deleted = await server.request({ method: 'DELETE', url: `/api/v2/event-streams/${listed[0].id}` });
+      assert.equal(deleted.statusCode, 204);
+      assert.equal((await create('g')).statusCode, 201);
+      assert.equal((await create('h')).statusCode, 409);
+      const other = await server.addTenant('bounded-other', 'bounded-other.test');
+      const elsewhere = await server.app.inject({
+        method: 'POST',
+        url: '/api/v2/event-streams',
+        headers: { host: 'bounded-other.test', authorization: `Bearer ${other.token}` },
+        payload: payloadOf('a'),
+      });
+      assert.equal(elsewhere.statusCode, 201, elsewhere.body);
+    });
+  });
+}

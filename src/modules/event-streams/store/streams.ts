@@ -18,8 +18,21 @@ export class StreamStore {
   constructor(private readonly database: Database) {}
 
   /** A name the tenant's streams already use: the original's 409. */
-  async insert(row: StreamRow): Promise<void> {
-    await uniqueOr(this.database.db.insertInto('event_streams').values(row).execute(), eventStreamErrors.nameTaken);
+  async insert(row: StreamRow, trx?: Tx): Promise<void> {
+    await uniqueOr(
+      (trx ?? this.database.db).insertInto('event_streams').values(row).execute(),
+      eventStreamErrors.nameTaken,
+    );
+  }
+
+  /** How many streams the tenant has. */
+  async count(trx: Tx, tenantId: string): Promise<number> {
+    const row = await trx
+      .selectFrom('event_streams')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('tenant_id', '=', tenantId)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
   }
 
   /** SQLite needs no lock: a transaction there holds the whole database. */
