@@ -1,9 +1,31 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { evaluateSegment, holds, ruleMatches } from '../../../src/modules/segments/evaluate.ts';
+import { contains, evaluateSegment, holds, ruleMatches } from '../../../src/modules/segments/evaluate.ts';
 import type { Expression, Rule, SignInContext } from '../../../src/modules/segments/schema.ts';
 
 describe('segment evaluation (pure)', () => {
+  it('contains: the same answers as String.prototype.includes', () => {
+    const letters = ['a', 'b', 'é', '\u{1F600}'];
+    const words = (n: number) => {
+      const out = [''];
+      for (let length = 1; length <= n; length++)
+        for (const prefix of out.filter((w) => [...w].length === length - 1))
+          for (const letter of letters) out.push(prefix + letter);
+      return out;
+    };
+    const texts = words(4);
+    const patterns = words(3);
+    for (const text of texts)
+      for (const pattern of patterns)
+        assert.equal(
+          contains(text, pattern),
+          text.includes(pattern),
+          `${JSON.stringify(text)} ⊇ ${JSON.stringify(pattern)}`,
+        );
+    assert.equal(contains('a'.repeat(2048), `${'a'.repeat(511)}b${'a'.repeat(511)}`), false);
+    assert.equal(contains(`${'a'.repeat(1000)}b${'a'.repeat(1048)}`, `${'a'.repeat(511)}b${'a'.repeat(511)}`), true);
+  });
+
   it('holds: one criterion against one context value', () => {
     const table: Array<[Expression, string | undefined, boolean]> = [
       [['US', 'CA'], 'CA', true],
