@@ -212,13 +212,13 @@ function trustProxy(raw: string | undefined): boolean | number | string {
   return entries.join(',');
 }
 
-/** The bootstrap admin client holds every scope: a short secret could be guessed. */
 /**
  * Most event streams one tenant may have, unless EVENT_STREAMS_MAX says otherwise: each is a POST per
  * event it subscribes to, queued in the transaction of every user write.
  */
 export const EVENT_STREAMS_MAX = 100;
 
+/** The bootstrap admin client holds every scope: a short secret could be guessed. */
 const MIN_BOOTSTRAP_SECRET_LENGTH = 32;
 
 function bootstrapSecret(env: Env): string | undefined {

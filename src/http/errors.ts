@@ -185,10 +185,6 @@ export function serviceUnavailable({
 // ---- Custom domains (src/modules/custom-domains) ----
 
 /** The custom domains API's refusals, in the original's words. */
-/** The original answers both a stream name in use and one stream too many with this one message. */
-const STREAM_CONFLICT =
-  'You have reached the maximum number of event streams for your account OR Event stream name already in use.';
-
 export const customDomainError = {
   notFound: (id: string) => new ApiError(404, `The custom domain ${id} does not exist`, 'inexistent_custom_domain'),
   alreadyExists: () => conflict('Custom domain already exists.'),
@@ -325,6 +321,10 @@ export const usersImportErrors = {
 };
 
 // ---- Event streams (src/modules/event-streams) ----
+
+/** The original answers both a stream name in use and one stream too many with this one message. */
+const STREAM_CONFLICT =
+  'You have reached the maximum number of event streams for your account OR Event stream name already in use.';
 
 export const eventStreamErrors = {
   streamNotFound: () => new ApiError(404, 'The requested stream does not exist.'),

@@ -26,6 +26,24 @@ describe('segment evaluation (pure)', () => {
     assert.equal(contains(`${'a'.repeat(1000)}b${'a'.repeat(1048)}`, `${'a'.repeat(511)}b${'a'.repeat(511)}`), true);
   });
 
+  it('contains: reads each character of the value and the pattern a bounded number of times, whatever they hold', () => {
+    // Counted, not timed: a String object whose charCodeAt counts its calls. String.prototype.includes
+    // may take |value|·|pattern| steps on input like this (a×2048 against a×511 b a×511).
+    const counting = (text: string) => {
+      const wrapped = Object.assign(new String(text), { calls: 0 });
+      wrapped.charCodeAt = (index: number) => {
+        wrapped.calls++;
+        return text.charCodeAt(index);
+      };
+      return wrapped;
+    };
+    const value = counting('a'.repeat(2048));
+    const pattern = counting(`${'a'.repeat(511)}b${'a'.repeat(511)}`);
+    assert.equal(contains(value as unknown as string, pattern as unknown as string), false);
+    assert.ok(value.calls <= 3 * 2048, `${value.calls} reads of the value`);
+    assert.ok(pattern.calls <= 6 * (1023 + 2048), `${pattern.calls} reads of the pattern`);
+  });
+
   it('holds: one criterion against one context value', () => {
     const table: Array<[Expression, string | undefined, boolean]> = [
       [['US', 'CA'], 'CA', true],

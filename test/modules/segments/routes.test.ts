@@ -425,36 +425,6 @@ for (const kind of databaseKinds()) {
       assert.equal((await server.request({ url: `${BASE}/${created[0]}` })).statusCode, 404);
     });
 
-    it('evaluates `contains` in time linear in the value and the patterns, whatever they hold', async () => {
-      // String.prototype.includes can take |value|·|pattern| steps: 950 patterns of 'a'×511 'b' 'a'×511
-      // against a user_agent of 2,048 'a's held the event loop, and so every tenant, a quarter of a second.
-      const pattern = `${'a'.repeat(511)}b${'a'.repeat(511)}`;
-      const segment = (
-        await create({
-          name: 'Slow contains',
-          rules: [{ match: { user_agent: { contains: Array(950).fill(pattern) } } }],
-        })
-      ).json();
-      const timed = async (userAgent: string) => {
-        let best = Infinity;
-        for (let i = 0; i < 3; i++) {
-          const started = performance.now();
-          const response = await server.request({
-            method: 'POST',
-            url: `${BASE}/${segment.id}/evaluate`,
-            payload: { user_agent: userAgent },
-          });
-          best = Math.min(best, performance.now() - started);
-          assert.deepEqual(response.json(), { matches: false, rule_index: null });
-        }
-        return best;
-      };
-      // A value no pattern's letters are in: includes, too, is quick on it.
-      const unlike = await timed('c'.repeat(2048));
-      const alike = await timed('a'.repeat(2048));
-      assert.ok(alike < 4 * unlike + 25, `alike ${alike.toFixed(1)} ms, unlike ${unlike.toFixed(1)} ms`);
-    });
-
     it('evaluates a segment against a sign-in context', async () => {
       const segment = (
         await create({
