@@ -8,7 +8,7 @@ import { startHttpsTestServer } from '../helpers/https.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
 
-const STALL_MS = 500;
+const STALL_MS = 1000;
 /** A user whose metadata makes its GET a 10 MB response: more than the loopback's kernel buffers take. */
 const METADATA_CHARS = 10 * 1024 * 1024;
 const ENV = {
