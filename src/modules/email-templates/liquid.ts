@@ -51,10 +51,12 @@ export async function renderOrRefuse<S extends TemplateSources>(
   renderer: TemplateRenderer,
   sources: S,
   variables: TemplateVariables,
+  /** Whose render it is, for the renderer's turns: the tenant the variables are of, unless told. */
+  key: string = variables.tenant,
 ): Promise<{ [K in keyof S]: string }> {
   const parts = partsOf(sources);
   try {
-    const outputs = await renderer.render(parts, variables);
+    const outputs = await renderer.render(parts, variables, key);
     return Object.fromEntries(parts.map(({ part }, i) => [part, outputs[i]])) as { [K in keyof S]: string };
   } catch (error) {
     refusal(error, (failure) =>
@@ -66,8 +68,12 @@ export async function renderOrRefuse<S extends TemplateSources>(
 }
 
 /** Refuses templates that do not render with a sample context (see renderOrRefuse), before they are saved. */
-export async function checkTemplates(renderer: TemplateRenderer, sources: TemplateSources): Promise<void> {
-  await renderOrRefuse(renderer, sources, SAMPLE);
+export async function checkTemplates(
+  renderer: TemplateRenderer,
+  sources: TemplateSources,
+  tenantId: string,
+): Promise<void> {
+  await renderOrRefuse(renderer, sources, SAMPLE, tenantId);
 }
 
 /** What rendering a saved template gave: each part, or the reason it was stopped over the time or memory limit. */
@@ -87,7 +93,7 @@ export async function renderTemplates<S extends TemplateSources>(
 ): Promise<RenderResult<S>> {
   const parts = partsOf(sources);
   try {
-    const outputs = await renderer.render(parts, variables);
+    const outputs = await renderer.render(parts, variables, variables.tenant);
     return {
       kind: 'rendered',
       parts: Object.fromEntries(parts.map(({ part }, i) => [part, outputs[i]])) as { [K in keyof S]: string },

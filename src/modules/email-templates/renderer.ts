@@ -57,6 +57,8 @@ const THREAD_HEAP_MB = 256;
 
 interface Pending {
   job: RenderJob;
+  /** Whose render it is (a tenant id): renders are taken from each in turn. */
+  key: string;
   /** performance.now() when it was queued. */
   queuedAt: number;
   resolve(outputs: string[]): void;
@@ -89,6 +91,16 @@ const busy = () => tooManyRequests('Too many email templates are being rendered 
 export class TemplateRenderer {
   private readonly threads = new Set<Thread>();
   private readonly queue: Pending[] = [];
+  /**
+   * Renders running and waiting, and when each key last had one started, by key: the threads are every
+   * tenant's, and one client flooding them with renders that run to the limit (previews need only
+   * read:email_templates) made other tenants' new users answer 429 when the queue was first come, first
+   * served. The next render is the oldest of the key with the fewest running, then served longest ago.
+   */
+  private readonly runningByKey = new Map<string, number>();
+  private readonly queuedByKey = new Map<string, number>();
+  private readonly startedByKey = new Map<string, number>();
+  private starts = 0;
   private closed = false;
   /**
    * When the first thread became ready. A render's wait counts from then at the earliest: the threads'
@@ -104,12 +116,15 @@ export class TemplateRenderer {
   }
 
   /** Each part's output, in order; rejects with a RenderFailure for the first part that fails, or a 429 when too many wait. */
-  render(parts: PartSource[], variables: object): Promise<string[]> {
+  render(parts: PartSource[], variables: object, key = ''): Promise<string[]> {
     if (parts.length === 0) return Promise.resolve([]);
     if (this.closed) return Promise.reject(new Error('The template renderer is closed.'));
-    if (this.queue.length >= QUEUED_PER_THREAD * this.settings.threads) return Promise.reject(busy());
+    // One key may fill what the whole queue held before; all of them together, twice that.
+    const perKey = QUEUED_PER_THREAD * this.settings.threads;
+    if ((this.queuedByKey.get(key) ?? 0) >= perKey || this.queue.length >= 2 * perKey) return Promise.reject(busy());
     return new Promise((resolve, reject) => {
-      this.queue.push({ job: { parts, variables }, queuedAt: performance.now(), resolve, reject });
+      this.queue.push({ job: { parts, variables }, key, queuedAt: performance.now(), resolve, reject });
+      count(this.queuedByKey, key, 1);
       this.dispatch();
     });
   }
@@ -119,6 +134,9 @@ export class TemplateRenderer {
     this.closed = true;
     const closing = new Error('The template renderer is closed.');
     for (const pending of this.queue.splice(0)) pending.reject(closing);
+    this.queuedByKey.clear();
+    this.runningByKey.clear();
+    this.startedByKey.clear();
     const threads = [...this.threads];
     this.threads.clear();
     for (const thread of threads) {
@@ -132,11 +150,7 @@ export class TemplateRenderer {
   private dispatch(): void {
     for (const thread of this.threads) {
       if (!thread.ready || thread.running) continue;
-      let next = this.queue.shift();
-      while (next && performance.now() - Math.max(next.queuedAt, this.firstReadyAt) > this.settings.timeoutMs) {
-        next.reject(busy());
-        next = this.queue.shift();
-      }
+      const next = this.next();
       if (!next) {
         this.idle(thread);
         continue;
@@ -144,6 +158,38 @@ export class TemplateRenderer {
       this.run(thread, next);
     }
     while (this.queue.length > 0 && this.threads.size < this.settings.threads) this.spawn();
+  }
+
+  /**
+   * Takes the next render off the queue (see runningByKey), refusing on the way those that waited longer
+   * than the render limit. The oldest render of a key with none running is spared: it goes next or soon
+   * after, having waited at most for a thread to come free, however long another key's renders held them.
+   */
+  private next(): Pending | undefined {
+    const now = performance.now();
+    const seen = new Set<string>();
+    let best = -1;
+    for (let i = 0; i < this.queue.length; i++) {
+      const pending = this.queue[i]!;
+      const spared = !seen.has(pending.key) && !this.runningByKey.has(pending.key);
+      seen.add(pending.key);
+      if (!spared && now - Math.max(pending.queuedAt, this.firstReadyAt) > this.settings.timeoutMs) {
+        this.queue.splice(i--, 1);
+        count(this.queuedByKey, pending.key, -1);
+        pending.reject(busy());
+      } else if (best < 0 || this.sooner(pending.key, this.queue[best]!.key)) best = i;
+    }
+    if (best < 0) return undefined;
+    const [next] = this.queue.splice(best, 1);
+    count(this.queuedByKey, next!.key, -1);
+    return next;
+  }
+
+  /** Whether `a`'s render goes before `b`'s: fewer of its renders running, else its last start longer ago. */
+  private sooner(a: string, b: string): boolean {
+    const running = (this.runningByKey.get(a) ?? 0) - (this.runningByKey.get(b) ?? 0);
+    if (running !== 0) return running < 0;
+    return (this.startedByKey.get(a) ?? -1) < (this.startedByKey.get(b) ?? -1);
   }
 
   private spawn(): void {
@@ -169,6 +215,8 @@ export class TemplateRenderer {
       this.settings.timeoutMs,
     );
     thread.running = { pending, outputs: [], timer };
+    count(this.runningByKey, pending.key, 1);
+    this.startedByKey.set(pending.key, ++this.starts);
     thread.worker.postMessage(pending.job);
   }
 
@@ -197,7 +245,14 @@ export class TemplateRenderer {
     }
     clearTimeout(running.timer);
     thread.running = undefined;
+    this.finished(pending.key);
     this.dispatch();
+  }
+
+  /** A render of `key` ended; a key with nothing running nor waiting is forgotten. */
+  private finished(key: string): void {
+    count(this.runningByKey, key, -1);
+    if (!this.runningByKey.has(key) && !this.queuedByKey.has(key)) this.startedByKey.delete(key);
   }
 
   /** Arms the idle timer of a thread waiting for work (once: a timer already armed keeps its time). */
@@ -222,6 +277,7 @@ export class TemplateRenderer {
     thread.running = undefined;
     if (running) {
       clearTimeout(running.timer);
+      this.finished(running.pending.key);
       running.pending.reject(
         new RenderFailure(running.pending.job.parts[running.outputs.length]!.part, reason, 'stopped'),
       );
@@ -242,6 +298,17 @@ export class TemplateRenderer {
     }
     this.threads.delete(thread);
     // A thread that cannot even start would leave the waiting renders waiting for ever.
-    if (!thread.ready) for (const pending of this.queue.splice(0)) pending.reject(error);
+    if (!thread.ready)
+      for (const pending of this.queue.splice(0)) {
+        count(this.queuedByKey, pending.key, -1);
+        pending.reject(error);
+      }
   }
+}
+
+/** Adds `delta` to the key's count, forgetting keys that reach 0. */
+function count(counts: Map<string, number>, key: string, delta: number): void {
+  const value = (counts.get(key) ?? 0) + delta;
+  if (value > 0) counts.set(key, value);
+  else counts.delete(key);
 }

@@ -33,7 +33,7 @@ export class EmailTemplateService {
   /** 201 when the tenant has no template of its own by that name yet; 409 once it has. */
   async create(tenantId: string, input: CreateEmailTemplateBody): Promise<EmailTemplate> {
     const { template: name, ...changes } = input;
-    await this.checkChanges(changes);
+    await this.checkChanges(tenantId, changes);
     const template = mergeTemplate(DEFAULT_TEMPLATES[name], changes);
     if (!(await this.store.insert(tenantId, template, now()))) throw emailTemplateErrors.exists(name);
     return template;
@@ -42,16 +42,20 @@ export class EmailTemplateService {
   async update(tenantId: string, name: TemplateName, input: UpdateEmailTemplateBody): Promise<EmailTemplate> {
     // The body's `template`, if sent, is validated to be a supported name, i.e. the path's.
     const { template: _named, ...changes } = input;
-    await this.checkChanges(changes);
+    await this.checkChanges(tenantId, changes);
     return this.store.update(tenantId, DEFAULT_TEMPLATES[name], (current) => mergeTemplate(current, changes), now());
   }
 
   /** Liquid members given are checked before anything is stored. */
-  private checkChanges({ body, subject, from }: TemplateChanges): Promise<void> {
-    return checkTemplates(this.renderer, {
-      ...(typeof body === 'string' ? { body } : {}),
-      ...(typeof subject === 'string' ? { subject } : {}),
-      ...(typeof from === 'string' ? { from } : {}),
-    });
+  private checkChanges(tenantId: string, { body, subject, from }: TemplateChanges): Promise<void> {
+    return checkTemplates(
+      this.renderer,
+      {
+        ...(typeof body === 'string' ? { body } : {}),
+        ...(typeof subject === 'string' ? { subject } : {}),
+        ...(typeof from === 'string' ? { from } : {}),
+      },
+      tenantId,
+    );
   }
 }

@@ -279,3 +279,56 @@ describe('email template render queue', () => {
     assert.deepEqual([...new Set(answers.map((response) => response.statusCode))], [200]);
   });
 });
+
+describe('email template render queue shared by tenants', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer('sqlite', {
+      TEMPLATE_RENDER_THREADS: '2',
+      TEMPLATE_RENDER_TIMEOUT_MS: '1000',
+      MAIL_WORKER: 'false',
+    });
+  });
+  after(() => server.close());
+
+  // The threads are every tenant's: one client flooding them with previews that run to the limit
+  // (read:email_templates is enough) made another tenant's new users answer 429.
+  it("serves each tenant's renders in turn: a flood of slow previews from one tenant holds back no other", async () => {
+    const other = await server.addTenant('render-other', 'render-other.test');
+    const slow = '{% for i in (1..3000000) %}{% endfor %}x';
+    let flooding = true;
+    const flood = (async () => {
+      while (flooding)
+        await Promise.all(
+          Array.from({ length: 8 }, () =>
+            server.request({
+              method: 'POST',
+              url: '/api/v2/email-templates/verify_email/preview',
+              payload: { body: slow },
+            }),
+          ),
+        );
+    })();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const statuses = [];
+      for (let i = 0; i < 4; i++) {
+        const created = await server.app.inject({
+          method: 'POST',
+          url: '/api/v2/users',
+          headers: { host: 'render-other.test', authorization: `Bearer ${other.token}` },
+          payload: {
+            connection: 'Username-Password-Authentication',
+            email: `fair${i}@example.com`,
+            password: 'Passw0rd!Passw0rd!',
+          },
+        });
+        statuses.push(created.statusCode);
+      }
+      assert.deepEqual(statuses, [201, 201, 201, 201]);
+    } finally {
+      flooding = false;
+      await flood;
+    }
+  });
+});
