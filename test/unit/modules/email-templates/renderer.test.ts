@@ -48,4 +48,41 @@ describe('TemplateRenderer', () => {
       await renderer.close();
     }
   });
+
+  // The threads are every tenant's: with renders taken first come, first served, one client flooding them
+  // with previews that run to the limit (read:email_templates is enough) made other tenants' new users
+  // answer 429. Each test asks for its renders in one synchronous run, so the order is the policy's alone.
+  it("takes each tenant's renders in turn: one tenant's waiting renders hold back no other's", async () => {
+    const renderer = new TemplateRenderer({ threads: 1, timeoutMs: 60_000, idleMs: 60_000 });
+    try {
+      // The thread ready first: the first render below goes to it, the others wait.
+      assert.deepEqual(await renderer.render([{ part: 'body', source: 'warm' }], {}, 'b'), ['warm']);
+      const order: string[] = [];
+      const ask = (key: string, i: number) =>
+        renderer.render([{ part: 'body', source: `${key}${i}` }], {}, key).then(([output]) => order.push(output!));
+      await Promise.all([...[1, 2, 3, 4, 5].map((i) => ask('a', i)), ask('b', 1), ask('a', 6), ask('c', 1)]);
+      // a1 was running; then the tenants with none running, each in turn, before a's second.
+      assert.deepEqual(order, ['a1', 'b1', 'c1', 'a2', 'a3', 'a4', 'a5', 'a6']);
+    } finally {
+      await renderer.close();
+    }
+  });
+
+  it("lets one tenant fill only its share of the queue: another tenant's render is still taken", async () => {
+    const renderer = new TemplateRenderer({ threads: 1, timeoutMs: 60_000, idleMs: 60_000 });
+    try {
+      assert.deepEqual(await renderer.render([{ part: 'body', source: 'warm' }], {}, 'a'), ['warm']);
+      // One running and 256 waiting (the queue's bound per thread): a's share is full.
+      const asked = Array.from({ length: 257 }, (_, i) =>
+        renderer.render([{ part: 'body', source: `a${i}` }], {}, 'a'),
+      );
+      const over = renderer.render([{ part: 'body', source: 'a-over' }], {}, 'a');
+      const other = renderer.render([{ part: 'body', source: 'b' }], {}, 'b');
+      await assert.rejects(over, (error: { statusCode?: number }) => error.statusCode === 429);
+      assert.deepEqual(await other, ['b']);
+      assert.equal((await Promise.all(asked)).length, 257);
+    } finally {
+      await renderer.close();
+    }
+  });
 });
