@@ -132,7 +132,9 @@ for (const [name, start] of setups) {
         if (sincePause >= 1024 * 1024) {
           sincePause = 0;
           client.pause();
-          setTimeout(() => client.resume(), STALL_MS * 0.6);
+          // Over TLS, pauses long enough that a body written whole (not in pieces) is cut; over plain TCP,
+          // where nothing is written in pieces, short ones: a loaded machine stretches every pause.
+          setTimeout(() => client.resume(), STALL_MS * (setup.acceptedEvent === 'secureConnection' ? 0.5 : 0.25));
         }
       });
       const started = Date.now();
@@ -150,7 +152,7 @@ for (const [name, start] of setups) {
       const user = JSON.parse(answer.subarray(headEnd + 4).toString('utf8'));
       assert.equal(user.user_id, userId);
       assert.equal(user.user_metadata.blob.length, METADATA_CHARS);
-      assert.ok(Date.now() - started > STALL_MS * 2, 'the read took longer than the timeout');
+      assert.ok(Date.now() - started > STALL_MS, 'the read took longer than the timeout');
     });
 
     it("still closes a kept-alive connection once keep-alive's timeout runs out after its response", async () => {
