@@ -97,7 +97,7 @@ export interface Config {
   customDomainEdgeDomain: string;
   /** Most custom domains one tenant may have. */
   customDomainsMax: number;
-  /** Most event streams one tenant may have. */
+  /** Most event streams one tenant may have: each is a POST per event it subscribes to, queued with every user write. */
   eventStreamsMax: number;
   /** How long after creation a pending custom domain is re-checked in the background before it is failed. */
   customDomainVerifyWindowSeconds: number;
@@ -211,12 +211,6 @@ function trustProxy(raw: string | undefined): boolean | number | string {
   }
   return entries.join(',');
 }
-
-/**
- * Most event streams one tenant may have, unless EVENT_STREAMS_MAX says otherwise: each is a POST per
- * event it subscribes to, queued in the transaction of every user write.
- */
-export const EVENT_STREAMS_MAX = 100;
 
 /** The bootstrap admin client holds every scope: a short secret could be guessed. */
 const MIN_BOOTSTRAP_SECRET_LENGTH = 32;
@@ -381,7 +375,7 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryDisableAfterFailures: integer(env, 'DELIVERY_DISABLE_AFTER_CONSECUTIVE_FAILURES', 500, 0),
     customDomainEdgeDomain: (text(env, 'CUSTOM_DOMAIN_EDGE_DOMAIN') ?? 'edge.tenantry.local').toLowerCase(),
     customDomainsMax: integer(env, 'CUSTOM_DOMAINS_MAX', 20, 0),
-    eventStreamsMax: integer(env, 'EVENT_STREAMS_MAX', EVENT_STREAMS_MAX, 0),
+    eventStreamsMax: integer(env, 'EVENT_STREAMS_MAX', 100, 0),
     customDomainVerifyWindowSeconds: integer(env, 'CUSTOM_DOMAIN_VERIFY_WINDOW_S', 48 * 3600, 1),
     customDomainRecheckInitialMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_INITIAL_MS', 60_000, 1),
     customDomainRecheckMaxMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_MAX_MS', 3_600_000, 1),

@@ -93,7 +93,7 @@ export const badRequest = {
       'The request names its host more than once (two Host headers, or an absolute target naming another host).',
       'invalid_headers',
     ),
-  /** The connection closed before the body arrived; nobody reads this answer, the access log records it. */
+  /** The connection closed before the body arrived: nobody reads this answer (the error handler logs the request). */
   aborted: () => new ApiError(400, 'The connection closed before the request body arrived.', 'invalid_body'),
   /** Fastify's own refusal of a body it could not read, in the API's shape. */
   unreadableBody: (message: string) => new ApiError(400, message, 'invalid_body'),

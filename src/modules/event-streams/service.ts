@@ -10,7 +10,6 @@ import { StreamStore } from './store/streams.ts';
 import { Streams } from './streams.ts';
 import { TestEvents } from './test-events.ts';
 import type { Logger } from '../../logger.ts';
-import { EVENT_STREAMS_MAX } from '../../config.ts';
 import type { TenantService } from '../tenants/service.ts';
 
 export type { EventInput };
@@ -22,8 +21,8 @@ export interface EventStreamOptions {
   queued: QueuedListener;
   /** Where a failed refresh of the planner's statistics after a large redelivery is told (the server's logger). */
   logger?: Pick<Logger, 'error'>;
-  /** Most streams one tenant may have (EVENT_STREAMS_MAX); its default when not given. */
-  maxPerTenant?: number;
+  /** Most streams one tenant may have (EVENT_STREAMS_MAX). */
+  maxPerTenant: number;
 }
 
 /**
@@ -57,7 +56,7 @@ export class EventStreamService {
       streamStore,
       new Destinations(secretBox, options.guard),
       tenants,
-      options.maxPerTenant ?? EVENT_STREAMS_MAX,
+      options.maxPerTenant,
     );
     this.deliveries = new Deliveries(database, streamStore, deliveryStore, options.queued, options.logger);
     this.testEvents = new TestEvents(database, streamStore, deliveryStore, tenants, options.queued);

@@ -204,7 +204,7 @@ for (const kind of databaseKinds()) {
         server.services.database,
         server.services.secretBox,
         server.services.tenants,
-        { guard, queued: async () => undefined },
+        { guard, queued: async () => undefined, maxPerTenant: server.services.config.eventStreamsMax },
       );
       for (const endpoint of ['http://example.com/hook', 'https://127.0.0.1/hook', 'https://localhost/hook']) {
         await assert.rejects(

@@ -331,6 +331,7 @@ for (const kind of databaseKinds()) {
           {
             guard: new EndpointGuard({ allowedHosts: ['127.0.0.0/8', '::1'], dnsServers: [] }),
             queued: async () => undefined,
+            maxPerTenant: server.services.config.eventStreamsMax,
           },
         );
         const endpoints = {
