@@ -44,10 +44,25 @@ const RESERVED_HEADERS = new Set([
 ]);
 
 /**
- * Where a request to the endpoint goes: scheme, host and port as WHATWG URL (and so the sender) reads
- * them — host lower-cased, default port dropped, userinfo ignored. A trailing dot makes another host.
+ * Where a request to the endpoint goes, as WHATWG URL (and so the sender) reads it: scheme, host, port,
+ * path and query — host lower-cased, default port and dot segments dropped — without the userinfo and
+ * fragment, which are never sent. A trailing dot makes another host; another path or query is another
+ * target, since one host often serves many receivers by path (hooks.slack.com/services/…,
+ * hooks.zapier.com/hooks/catch/…).
  */
-export const originOf = (endpoint: string): string => new URL(endpoint).origin;
+function targetOf(endpoint: string): string {
+  const url = new URL(endpoint);
+  url.username = '';
+  url.password = '';
+  url.hash = '';
+  return url.href;
+}
+
+/**
+ * What a secret sent as a header value may hold: tab, visible ASCII, space and Latin-1 (RFC 9110's
+ * field-value, as the sender checks it). CR or LF would be refused at every delivery, never here.
+ */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 /** The webhook's secret (token, password or header_value) opened: for the delivery worker only. */
 export function openSecret(secretBox: SecretBox, sealed: string | null): string | undefined {
@@ -88,8 +103,9 @@ export class Destinations {
 
   /**
    * The stored secret is kept when the PATCH leaves it out only while it would still go where it was
-   * given: the same method and the same origin. Anyone allowed to update a stream must not be able to
-   * send its secret to an address of their choosing without knowing it.
+   * given: the same method and the same endpoint (see targetOf). Anyone allowed to update a stream must
+   * not be able to send its secret to an address of their choosing, another path of the same host
+   * included, without knowing it.
    */
   seal(
     { endpoint, auth }: CheckedWebhook,
@@ -99,13 +115,24 @@ export class Destinations {
     const kept = stored?.webhook_authorization.method === auth.method && current?.secret ? current.secret : null;
     const missing = (name: string, why?: string) =>
       badRequest.missingProperty(name, 'destination.configuration.webhook_authorization', why);
-    const sealed = (secret: string | undefined, name: string): string => {
-      if (secret !== undefined) return this.secretBox.seal(secret);
+    const sealed = (secret: string | undefined, name: string, header = true): string => {
+      if (secret !== undefined) {
+        // The value is not echoed: error messages are logged.
+        if (header && !HEADER_VALUE.test(secret)) {
+          throw badRequest.payload(
+            `${name} may hold only characters allowed in an HTTP header value (no CR, LF or other control characters)`,
+            'destination.configuration.webhook_authorization',
+          );
+        }
+        return this.secretBox.seal(secret);
+      }
       if (kept === null) throw missing(name);
-      const [from, to] = [originOf(stored!.webhook_endpoint), originOf(endpoint)];
-      if (from === to) return kept;
-      const why = `the stored ${name} is only sent to the origin it was given for (${from})`;
-      throw missing(name, `${why}; send it again to move webhook_endpoint to ${to}`);
+      if (targetOf(stored!.webhook_endpoint) === targetOf(endpoint)) return kept;
+      // No endpoint in the message: a path may itself be a credential.
+      throw missing(
+        name,
+        `the stored ${name} is only sent to the webhook_endpoint it was given for; send it again to change webhook_endpoint`,
+      );
     };
     let publicAuth: Record<string, string>;
     let secret: string;
@@ -117,7 +144,7 @@ export class Destinations {
       case 'basic':
         if (auth.username === undefined) throw missing('username');
         publicAuth = { method: 'basic', username: auth.username };
-        secret = sealed(auth.password, 'password');
+        secret = sealed(auth.password, 'password', false);
         break;
       case 'custom_header':
         if (auth.header_key === undefined) throw missing('header_key');

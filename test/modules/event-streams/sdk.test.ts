@@ -113,11 +113,19 @@ for (const kind of databaseKinds()) {
       assert.equal(updated.status, 'disabled');
       assert.equal(updated.created_at, created.created_at);
       assert.ok(updated.updated_at! > created.updated_at!);
-      // A destination resent without its secret keeps the stored one (Terraform resends it whole, the SDK may not).
+      // A destination resent without its secret keeps the stored one (Terraform resends it whole, the SDK
+      // may not); moving the endpoint takes the secret again.
+      const resent = await client.eventStreams.update(created.id!, {
+        destination: {
+          type: 'webhook',
+          configuration: { webhook_endpoint: receiver.url, webhook_authorization: { method: 'bearer' } },
+        },
+      });
+      assert.deepEqual(resent.destination, created.destination);
       const moved = await client.eventStreams.update(created.id!, {
         destination: {
           type: 'webhook',
-          configuration: { webhook_endpoint: `${receiver.url}/moved`, webhook_authorization: { method: 'bearer' } },
+          configuration: { webhook_endpoint: `${receiver.url}/moved`, webhook_authorization: bearer('moved-token') },
         },
       });
       assert.equal(
@@ -165,7 +173,7 @@ for (const kind of databaseKinds()) {
       assert.deepEqual((await client.eventStreams.list()).data, []);
     });
 
-    it('refuses to move a stream to another origin without its secret, through the SDK error classes', async () => {
+    it('refuses to move a stream to another endpoint without its secret, through the SDK error classes', async () => {
       const stream = await client.eventStreams.create({
         name: 'sdk-origin',
         subscriptions: [{ event_type: 'user.created' }],
@@ -185,7 +193,7 @@ for (const kind of databaseKinds()) {
             assert.equal(error.statusCode, 400);
             const body = error.body as { errorCode?: string; message?: string };
             assert.equal(body.errorCode, 'invalid_body');
-            assert.match(body.message ?? '', /the stored token is only sent to the origin it was given for/);
+            assert.match(body.message ?? '', /the stored token is only sent to the webhook_endpoint it was given for/);
             return true;
           },
         );

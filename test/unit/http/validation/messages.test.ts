@@ -182,16 +182,15 @@ describe("the messages services give after the schema passed are the formatter's
       'invalid_body',
     ],
     [
-      'event streams: a stored secret not sent to a new origin',
+      'event streams: a stored secret not sent to a new endpoint',
       badRequest.missingProperty(
         'password',
         'destination.configuration.webhook_authorization',
-        'the stored password is only sent to the origin it was given for (https://a.example); ' +
-          'send it again to move webhook_endpoint to https://b.example',
+        'the stored password is only sent to the webhook_endpoint it was given for; send it again to change webhook_endpoint',
       ),
       "Payload validation error: 'Missing required property: password' on property " +
-        'destination.configuration.webhook_authorization: the stored password is only sent to the origin it was ' +
-        'given for (https://a.example); send it again to move webhook_endpoint to https://b.example.',
+        'destination.configuration.webhook_authorization: the stored password is only sent to the webhook_endpoint it ' +
+        'was given for; send it again to change webhook_endpoint.',
       'invalid_body',
     ],
     [

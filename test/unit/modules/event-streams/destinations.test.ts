@@ -30,18 +30,53 @@ describe("a stream's destination", () => {
     assert.equal(openSecret(box, null), undefined);
   });
 
-  it('keeps the stored secret when left out only for the same method and the same origin', () => {
+  it('keeps the stored secret when left out only for the same method and the same endpoint', () => {
     const current = stored(bearer('https://hooks.example/a', 'tok'));
-    assert.equal(development.seal(bearer('https://HOOKS.example:443/b'), current).secret, current.secret);
-    assert.throws(
-      () => development.seal(bearer('https://other.example/a'), current),
-      refusal(/stored token is only sent to the origin it was given for \(https:\/\/hooks\.example\); send it again/),
-    );
+    // Other spellings of the same target: host case, default port, dot segments, userinfo and fragment (never sent).
+    for (const same of ['https://HOOKS.example:443/a', 'https://hooks.example/b/../a', 'https://u@hooks.example/a#x']) {
+      assert.equal(development.seal(bearer(same), current).secret, current.secret, same);
+    }
+    for (const other of ['https://other.example/a', 'https://hooks.example/b', 'https://hooks.example/a?x=1']) {
+      assert.throws(
+        () => development.seal(bearer(other), current),
+        refusal(/stored token is only sent to the webhook_endpoint it was given for; send it again to change/),
+        other,
+      );
+    }
     assert.throws(
       () =>
         development.seal({ endpoint: 'https://hooks.example/a', auth: { method: 'basic', username: 'u' } }, current),
       refusal(/^Payload validation error: 'Missing required property: password'/),
     );
+  });
+
+  it('refuses a header secret that no HTTP header may carry, without echoing it', () => {
+    const custom = (header_value: string): CheckedWebhook => ({
+      endpoint: 'https://hooks.example/a',
+      auth: { method: 'custom_header', header_key: 'x-secret', header_value },
+    });
+    const cases: Array<[CheckedWebhook, string, string]> = [
+      [bearer('https://hooks.example/a', 'secret1\r\nX-Injected: 1'), 'token', 'secret1'],
+      [bearer('https://hooks.example/a', 'secret2\n'), 'token', 'secret2'],
+      [custom('secret3\u0000'), 'header_value', 'secret3'],
+      [custom('secret4\u0007'), 'header_value', 'secret4'],
+      [custom('secret5\u2603'), 'header_value', 'secret5'],
+    ];
+    for (const [webhook, name, secret] of cases) {
+      assert.throws(
+        () => development.seal(webhook, undefined),
+        (error: ApiError) =>
+          refusal(new RegExp(`${name} may hold only characters allowed in an HTTP header value`))(error) &&
+          !error.message.includes(secret),
+      );
+    }
+    // Tab, space, visible ASCII and Latin-1 are a header value's characters; a basic password is sent encoded.
+    assert.equal(openSecret(box, development.seal(custom('a\tb c~\u00e9'), undefined).secret), 'a\tb c~\u00e9');
+    const basic = {
+      endpoint: 'https://hooks.example/a',
+      auth: { method: 'basic', username: 'u', password: 'p\r\n\u2603' },
+    };
+    assert.equal(openSecret(box, development.seal(basic as CheckedWebhook, undefined).secret), 'p\r\n\u2603');
   });
 
   it('refuses a custom header the sender sets itself or that steers the connection', () => {
