@@ -79,12 +79,13 @@ export async function claimDueRows<Row>(
   const at = time.at ?? now();
   const leaseUntil = new Date(Date.parse(at) + time.leaseMs).toISOString();
   const returning = sql.join(spec.returning.map((column) => sql.ref(column)));
+  // The limit cast: a bare bound LIMIT compiles the statement twice (see db/sqlite-limit.ts).
   const result = await sql<Row & { lease: string }>`
     UPDATE ${table} SET ${lease} = ${leaseUntil}
     WHERE ${key} IN (
       SELECT ${key} FROM ${table}
       WHERE status = ${pending} AND ${dueAt} <= ${at} AND (${lease} IS NULL OR ${lease} <= ${at})
-      ORDER BY ${dueAt} LIMIT ${limit}
+      ORDER BY ${dueAt} LIMIT CAST(${limit} AS INTEGER)
     )
     RETURNING ${returning}, ${lease} AS lease`.execute(database.db);
   return result.rows;

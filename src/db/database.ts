@@ -18,6 +18,7 @@ import {
   type Transaction,
 } from 'kysely';
 import type pg from 'pg';
+import { SqliteLimitPlugin } from './sqlite-limit.ts';
 import { lazyModule } from '../lazy-module.ts';
 import { migrations } from './migrations/index.ts';
 import type { Schema } from './schema.ts';
@@ -81,7 +82,7 @@ export function openDatabase(options: {
   sqlite.pragma(`synchronous = ${options.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<Schema>({ dialect: new ImmediateSqliteDialect(sqlite) });
+  const db = new Kysely<Schema>({ dialect: new ImmediateSqliteDialect(sqlite), plugins: [new SqliteLimitPlugin()] });
   return { dialect: 'sqlite', db, sqlite, close: () => db.destroy() };
 }
 

@@ -3,6 +3,7 @@ import type { Database } from '../../../db/database.ts';
 import { now } from '../../../db/database.ts';
 import { PG_ISO, type ClaimTime } from '../../../db/claim-due.ts';
 import type { EventsTable, EventStreamsTable } from '../../../db/schema.ts';
+import { sqliteLimit } from '../../../db/sqlite-limit.ts';
 
 /** A claimed delivery, with what sending it needs: its event and its stream's destination. */
 export interface Claimed
@@ -70,7 +71,8 @@ function examinedBound(limits: ClaimLimits): number {
 // SQLite: a json parameter keeps one statement text (one cached prepared statement) whatever the number
 // of streams in flight; the events and streams of the claimed rows are read in two more statements in the same
 // synchronous run, which costs less than subqueries in RETURNING. INDEXED BY: without statistics (the
-// server never runs ANALYZE) SQLite would read the walk's seeks through deliveries_due.
+// server never runs ANALYZE) SQLite would read the walk's seeks through deliveries_due. Every LIMIT is
+// written with sqliteLimit: a bare bound one compiled both statements again at every claim.
 const SQLITE_RANK_AND_CLAIM = `
   UPDATE deliveries SET claimed_until = :lease
   WHERE rowid IN (
@@ -78,7 +80,7 @@ const SQLITE_RANK_AND_CLAIM = `
       SELECT id, slot, row_number() OVER (ORDER BY slot, next_attempt_at) AS pos FROM candidates WHERE slot <= cap
     )
     WHERE slot = 1 OR pos <= :shared
-    ORDER BY pos LIMIT :limit
+    ORDER BY pos LIMIT ${sqliteLimit(':limit')}
   )
   RETURNING stream_id, event_id, attempt_count, attempt_seq, claimed_until, updated_at`;
 const SQLITE_WINDOW_CLAIM = `
@@ -90,12 +92,12 @@ const SQLITE_WINDOW_CLAIM = `
         CASE WHEN s.consecutive_failures >= :breakerFailures THEN 1 ELSE :cap END AS cap
       FROM (
         SELECT rowid AS id, stream_id, next_attempt_at, claimed_until FROM deliveries INDEXED BY deliveries_due
-        WHERE status = 'pending' AND next_attempt_at <= :at ORDER BY next_attempt_at LIMIT :examined
+        WHERE status = 'pending' AND next_attempt_at <= :at ORDER BY next_attempt_at LIMIT ${sqliteLimit(':examined')}
       ) due JOIN event_streams s ON s.id = due.stream_id
       WHERE (due.claimed_until IS NULL OR due.claimed_until <= :at)
         AND s.status = 'enabled' AND (s.circuit_open_until IS NULL OR s.circuit_open_until <= :at)
         AND running < cap AND (running = 0 OR :shared > 0)
-      ORDER BY due.next_attempt_at LIMIT :window
+      ORDER BY due.next_attempt_at LIMIT ${sqliteLimit(':window')}
     )
   )${SQLITE_RANK_AND_CLAIM}`;
 const SQLITE_WALK_CLAIM = `
@@ -116,7 +118,7 @@ const SQLITE_WALK_CLAIM = `
       SELECT rowid FROM deliveries INDEXED BY deliveries_pending
       WHERE status = 'pending' AND stream_id = o.id AND next_attempt_at <= :at
         AND (claimed_until IS NULL OR claimed_until <= :at)
-      ORDER BY next_attempt_at LIMIT :cap)
+      ORDER BY next_attempt_at LIMIT ${sqliteLimit(':cap')})
     WHERE o.running < o.cap AND (o.running = 0 OR :shared > 0)
   )${SQLITE_RANK_AND_CLAIM}`;
 const SQLITE_EVENTS = `SELECT id, tenant_id, type, time, source, data, purpose FROM events WHERE id IN (SELECT value FROM json_each(?))`;
