@@ -3,6 +3,7 @@ import type { Database } from '../../../db/database.ts';
 import { now } from '../../../db/database.ts';
 import { PG_ISO, type ClaimTime } from '../../../db/claim-due.ts';
 import type { EventsTable, EventStreamsTable } from '../../../db/schema.ts';
+import { withoutSync } from '../../../db/relaxed-sync.ts';
 import { sqliteLimit } from '../../../db/sqlite-limit.ts';
 
 /** A claimed delivery, with what sending it needs: its event and its stream's destination. */
@@ -188,8 +189,6 @@ interface SqliteClaim {
   walk: BetterSqlite3.Statement<[Record<string, unknown>], ClaimedRow>;
   events: BetterSqlite3.Statement<[string], EventsTable>;
   streams: BetterSqlite3.Statement<[string], StreamColumns>;
-  /** The connection's synchronous setting when above NORMAL (SQLITE_SYNCHRONOUS=full), restored after each claim. */
-  synchronous: number | undefined;
 }
 
 const sqliteStatements = new WeakMap<BetterSqlite3.Database, SqliteClaim>();
@@ -202,10 +201,6 @@ function sqliteClaim(sqlite: BetterSqlite3.Database): SqliteClaim {
       walk: sqlite.prepare(SQLITE_WALK_CLAIM),
       events: sqlite.prepare(SQLITE_EVENTS),
       streams: sqlite.prepare(SQLITE_STREAMS),
-      synchronous: (() => {
-        const setting = sqlite.pragma('synchronous', { simple: true }) as number;
-        return setting > 1 ? setting : undefined;
-      })(),
     };
     sqliteStatements.set(sqlite, statements);
   }
@@ -244,7 +239,7 @@ export async function claimDue(database: Database, time: ClaimTime, limits: Clai
   // Through Kysely's connection, which it holds for the whole of any open transaction: run directly,
   // the statement could land inside another caller's transaction.
   return database.db.connection().execute(async () => {
-    const rows = withoutSync(database.sqlite!, statements.synchronous, () => {
+    const rows = withoutSync(database.sqlite!, () => {
       const found = statements.window.all({
         ...parameters,
         window: limits.limit * WINDOW_FACTOR,
@@ -264,25 +259,6 @@ export async function claimDue(database: Database, time: ClaimTime, limits: Clai
       return { ...row, ...event, ...stream };
     });
   });
-}
-
-/**
- * Runs a claim's commit without waiting for the disk (synchronous NORMAL for it alone), then restores the
- * connection's setting before anything else can use it (no await in between). A lease need not survive a
- * crash: one lost is a delivery claimable again at once, one kept is claimable once it runs out, and the
- * delivery is sent again either way (at-least-once). The next commit that waits for the disk (the
- * outcome's record, an API write) syncs the log with this commit's pages in it: WAL is written in order.
- * With SQLITE_SYNCHRONOUS=full every claim paid a sync of its own, 80–190 µs of CPU and 200–470 µs of
- * waiting on the reference machine, once per claim of about a dozen deliveries.
- */
-function withoutSync<T>(sqlite: BetterSqlite3.Database, synchronous: number | undefined, claim: () => T): T {
-  if (synchronous === undefined) return claim();
-  sqlite.pragma('synchronous = NORMAL');
-  try {
-    return claim();
-  } finally {
-    sqlite.pragma(`synchronous = ${synchronous}`);
-  }
 }
 
 /** Hands claims back at once (the worker is stopping), rather than let them wait out their lease. */

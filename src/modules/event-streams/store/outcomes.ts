@@ -1,6 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Database } from '../../../db/database.ts';
 import { PG_ISO } from '../../../db/claim-due.ts';
+import { withoutSync } from '../../../db/relaxed-sync.ts';
 import { disabledReason, runAfter, tally, type CircuitRules, type StreamRun, type Tally } from '../delivery/circuit.ts';
 import type { Outcome } from '../delivery/outcome.ts';
 
@@ -192,6 +193,9 @@ async function record(
   const recorder = sqliteRecorder(database.sqlite!);
   // Through Kysely's connection, which it holds for the whole of any open transaction: run directly,
   // these writes could land inside another caller's transaction (and roll back with it). BEGIN
-  // IMMEDIATE: the write lock is waited for (busy_timeout) before anything is read.
-  return database.db.connection().execute(async () => recorder.immediate(outcomes, circuit));
+  // IMMEDIATE: the write lock is waited for (busy_timeout) before anything is read. Not waiting for the
+  // disk: a record lost to a power cut sends its deliveries again (see withoutSync).
+  return database.db
+    .connection()
+    .execute(async () => withoutSync(database.sqlite!, () => recorder.immediate(outcomes, circuit)));
 }

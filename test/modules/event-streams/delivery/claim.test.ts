@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { migrate, openDatabase, type Database } from '../../../../src/db/database.ts';
+import { outcomeOf } from '../../../../src/modules/event-streams/delivery/outcome.ts';
 import { claimDue, type ClaimLimits } from '../../../../src/modules/event-streams/store/claim.ts';
+import { recordOutcomes } from '../../../../src/modules/event-streams/store/outcomes.ts';
 import { createTestDatabase, eachDatabase, type TestDatabase } from '../../../helpers/databases.ts';
 
 const AT = '2026-06-01T00:00:00.000Z';
@@ -80,11 +82,12 @@ describe('delivery claim behind a backlog', () => {
 });
 
 /**
- * SQLite: a claim's commit does not wait for the disk (a lease lost to a crash only makes its delivery
- * claimable sooner, and it is sent again either way), and every other commit still does. A trigger records
- * the connection's synchronous setting as each claimed row is written.
+ * SQLite: the commits of a claim and of the record of its attempts do not wait for the disk (lost to a
+ * power cut, their deliveries are sent again: at-least-once), and every other commit still does. A
+ * trigger records the connection's synchronous setting as each leased row is written (claimed, then
+ * recorded, which clears the lease).
  */
-describe('delivery claim commits without waiting for the disk (SQLite)', () => {
+describe('delivery claims and records commit without waiting for the disk (SQLite)', () => {
   const FULL = 2;
   const NORMAL = 1;
   const limits: ClaimLimits = { limit: 4, perStream: 4, reserve: 0, breakerFailures: 10, running: new Map() };
@@ -119,7 +122,7 @@ describe('delivery claim commits without waiting for the disk (SQLite)', () => {
     return { testDatabase, database, probed, setting };
   };
 
-  it('claims under synchronous NORMAL, then syncs every other commit again, also after a claim that failed', async () => {
+  it('claims and records under synchronous NORMAL, then syncs every other commit again, also after a claim that failed', async () => {
     const { testDatabase, database, probed, setting } = await setUp('full');
     try {
       assert.equal(setting(), FULL);
@@ -136,13 +139,18 @@ describe('delivery claim commits without waiting for the disk (SQLite)', () => {
       );
       assert.deepEqual(await probed(), [NORMAL, NORMAL]);
       assert.equal(setting(), FULL);
-      // Another write on the same connection (a lease handed back, as an outcome's record writes it) syncs.
+      const settings = { deliveryRetryScheduleMs: [1000], deliveryRetryAfterMaxMs: 1000 };
+      const delivered = outcomeOf(claimed[0]!, { kind: 'delivered', durationMs: 1 }, settings, AT);
+      assert.equal(await recordOutcomes(database, [delivered]), 1);
+      assert.deepEqual(await probed(), [NORMAL, NORMAL, NORMAL]);
+      assert.equal(setting(), FULL, 'restored after the record');
+      // Any other write on the same connection (an API write) syncs.
       await database.db
         .updateTable('deliveries')
         .set({ claimed_until: null })
-        .where('event_id', '=', 'evt_1')
+        .where('event_id', '=', 'evt_2')
         .execute();
-      assert.deepEqual(await probed(), [NORMAL, NORMAL, FULL]);
+      assert.deepEqual(await probed(), [NORMAL, NORMAL, NORMAL, FULL]);
     } finally {
       await database.close();
       await testDatabase.drop();
