@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { claimDueRows } from '../../../src/db/claim-due.ts';
 import { listMailbox, mailboxDir, readMailboxEntry } from '../../../src/mail/mailbox.ts';
@@ -620,6 +621,45 @@ describe('verification emails, the mail outbox and the development mailbox', { c
         });
         assert.equal(refused.json().message, 'Insufficient scope, expected any of: create:user_tickets');
       });
+
+      // The link is public: anyone may send made-up or spent tickets. On SQLite those must not wait for (nor
+      // take) the one write lock, or a flood of them would hold up every write of every tenant.
+      if (kind === 'sqlite') {
+        it('answers made-up and spent links from a read, while another process holds the write lock', async () => {
+          const user = (await createUser({ email: newEmail(), verify_email: false })).json();
+          const issue = async () =>
+            new URL(
+              (
+                await server.request({
+                  method: 'POST',
+                  url: '/api/v2/tickets/email-verification',
+                  payload: { user_id: user.user_id, result_url: 'https://app.example.com/done' },
+                })
+              ).json().ticket,
+            );
+          const spent = await issue();
+          assert.equal((await follow(spent)).statusCode, 302);
+          const usable = await issue();
+          const writer = new BetterSqlite3(path.join(server.database.dataDir, 'tenantry.sqlite'));
+          writer.exec('BEGIN IMMEDIATE');
+          try {
+            const madeUp = await follow(new URL(`https://${server.domain}/u/email-verification?ticket=made-up-ticket`));
+            assert.equal(madeUp.statusCode, 404, madeUp.body);
+            assert.match(madeUp.body, /This URL is not valid/);
+            const again = await follow(spent);
+            assert.equal(again.statusCode, 302, again.body);
+            assert.equal(new URL(again.headers.location as string).searchParams.get('code'), 'already_used');
+          } finally {
+            writer.exec('ROLLBACK');
+            writer.close();
+          }
+          // A usable ticket is spent under the lock, once it is free.
+          const verified = await follow(usable);
+          assert.equal(verified.statusCode, 302, verified.body);
+          assert.equal(new URL(verified.headers.location as string).searchParams.get('success'), 'true');
+          assert.equal((await follow(usable)).headers.location?.toString().includes('already_used'), true);
+        });
+      }
 
       it('refuses a result_url that matches the pattern but is no URL, and a link whose stored one is none shows its page', async () => {
         // Each of these passed the pattern and was stored; following its link then answered 500.

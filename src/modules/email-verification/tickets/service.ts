@@ -7,7 +7,7 @@ import type { UserService } from '../../users/service.ts';
 import type { DomainContext } from '../domain-context.ts';
 import { requireEmail } from '../recipient.ts';
 import type { EmailVerificationTicketBody } from './schema.ts';
-import { TicketStore } from './store.ts';
+import { TicketStore, type TicketRecord } from './store.ts';
 import { newTicket, ticketState, type NewTicket, type TicketInput } from './ticket.ts';
 
 export { VERIFICATION_PATH, type NewTicket, type TicketInput } from './ticket.ts';
@@ -68,12 +68,17 @@ export class TicketService {
 
   /** Following the link: its first use before expiry verifies the email and spends the ticket. */
   async redeem(tenant: Tenant, ticket: string): Promise<Redemption> {
+    const ticketHash = hashSecret(ticket);
+    // Read first, outside a transaction: the link is public, so anyone may send made-up, spent or
+    // expired tickets, and those are answered without taking the write lock (SQLite's one writer) that
+    // a redemption holds. A usable ticket is read again under that lock, which decides.
+    const refused = unusable(await this.ticketStore.find(tenant.id, ticketHash), now());
+    if (refused) return refused;
     return transaction(this.database, async (trx): Promise<Redemption> => {
-      const record = await this.ticketStore.lock(trx, tenant.id, hashSecret(ticket));
+      const record = await this.ticketStore.lock(trx, tenant.id, ticketHash);
       const at = now();
-      const state = ticketState(record, at);
-      if (state === 'invalid' || !record) return { kind: 'invalid' };
-      if (state !== 'usable') return { kind: state, resultUrl: record.result_url };
+      const refusedNow = unusable(record, at);
+      if (refusedNow || !record) return refusedNow ?? { kind: 'invalid' };
       if (!(await this.users.verifyEmail(trx, tenant.id, record.user_id, record.email))) return { kind: 'invalid' };
       await this.ticketStore.markUsed(trx, record.ticket_hash, at);
       return {
@@ -84,4 +89,12 @@ export class TicketService {
       };
     });
   }
+}
+
+/** What a ticket that cannot be spent (unknown, used or expired) answers; undefined when it can be. */
+function unusable(record: TicketRecord | undefined, at: string): Redemption | undefined {
+  const state = ticketState(record, at);
+  if (state === 'invalid' || !record) return { kind: 'invalid' };
+  if (state !== 'usable') return { kind: state, resultUrl: record.result_url };
+  return undefined;
 }

@@ -20,15 +20,24 @@ export class TicketStore {
     }
   }
 
+  /** The tenant's ticket of that hash, read outside any transaction. */
+  async find(tenantId: string, ticketHash: string): Promise<TicketRecord | undefined> {
+    return this.select(this.database.db, tenantId, ticketHash).executeTakeFirst();
+  }
+
   /** The tenant's ticket of that hash, locked until the transaction ends (PostgreSQL; SQLite writes are serialised). */
   async lock(trx: Tx, tenantId: string, ticketHash: string): Promise<TicketRecord | undefined> {
-    return trx
+    return this.select(trx, tenantId, ticketHash)
+      .$if(this.database.dialect === 'postgres', (q) => q.forUpdate())
+      .executeTakeFirst();
+  }
+
+  private select(db: Database['db'], tenantId: string, ticketHash: string) {
+    return db
       .selectFrom('email_verification_tickets')
       .selectAll()
       .where('ticket_hash', '=', ticketHash)
-      .where('tenant_id', '=', tenantId)
-      .$if(this.database.dialect === 'postgres', (q) => q.forUpdate())
-      .executeTakeFirst();
+      .where('tenant_id', '=', tenantId);
   }
 
   async markUsed(trx: Tx, ticketHash: string, at: string): Promise<void> {
