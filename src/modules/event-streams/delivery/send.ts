@@ -4,7 +4,6 @@ import type { Agent } from 'undici';
 import { lazyModule } from '../../../lazy-module.ts';
 
 const undici = lazyModule<typeof import('undici')>('undici');
-import type { Envelope } from '../envelope.ts';
 import { redactUrl } from '../../../http/log-redaction.ts';
 import { EndpointRefused, EndpointUnresolved, type EndpointGuard } from './endpoint-guard.ts';
 
@@ -100,16 +99,16 @@ export class WebhookSender {
     return this.agent;
   }
 
-  async send(target: WebhookTarget, event: Envelope): Promise<SendOutcome> {
+  /** POSTs `body` (an envelope as JSON, see envelopeJson) of the event `eventId`. */
+  async send(target: WebhookTarget, eventId: string, body: string): Promise<SendOutcome> {
     const started = performance.now();
-    const body = JSON.stringify(event);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'user-agent': 'tenantry-event-streams/1',
     };
     if (target.header) headers[target.header[0]] = target.header[1];
     if (target.signingKeys && target.signingKeys.length > 0) {
-      Object.assign(headers, signatureHeaders(event.id, Math.floor(Date.now() / 1000), body, target.signingKeys));
+      Object.assign(headers, signatureHeaders(eventId, Math.floor(Date.now() / 1000), body, target.signingKeys));
     }
     try {
       // A host given as an IP address is connected to without a lookup, so it is vetted here.

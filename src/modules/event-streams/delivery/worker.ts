@@ -7,7 +7,7 @@ import type { Logger } from '../../../logger.ts';
 import { noMetrics, type Metrics } from '../../../observability/metrics.ts';
 import type { SecretBox } from '../../../secret-box.ts';
 import { openSecret, type PublicDestination } from '../destinations.ts';
-import { envelope } from '../envelope.ts';
+import { envelopeJson } from '../envelope.ts';
 import { live, openSigningSecrets, signingKey, type StoredSigningSecret } from '../signing-secret-rotation.ts';
 import { claimDue, releaseClaims, type Claimed } from '../store/claim.ts';
 import { recordOutcomes } from '../store/outcomes.ts';
@@ -340,7 +340,8 @@ export class DeliveryWorker {
     const signingKeys = live(signing, now()).map(signingKey);
     const sent = await this.sender.send(
       { ...target, signingKeys },
-      envelope({ ...claim, id: claim.event_id }, claim.stream_id),
+      claim.event_id,
+      envelopeJson({ ...claim, id: claim.event_id }, claim.stream_id),
     );
     this.finished.push(outcomeOf(claim, sent, this.settings, now()));
   }
