@@ -38,9 +38,9 @@ const quoted = JSON.stringify;
  * it again would give the same text, at a cost per delivery that grows with the user (a parse and a
  * stringify of the whole object, and its garbage).
  */
-export function envelopeJson(event: EventRow, streamId: string): string {
+export function envelopeJson(eventId: string, event: Omit<EventRow, 'id'>, streamId: string): string {
   return (
-    `{"id":${quoted(event.id)},"source":${quoted(event.source)},"specversion":"1.0","type":${quoted(event.type)},` +
+    `{"id":${quoted(eventId)},"source":${quoted(event.source)},"specversion":"1.0","type":${quoted(event.type)},` +
     `"time":${quoted(event.time)},"data":${event.data},"a0tenant":${quoted(event.tenant_id)},` +
     `"a0stream":${quoted(streamId)}${event.purpose === 'test' ? ',"a0purpose":"test"' : ''}}`
   );

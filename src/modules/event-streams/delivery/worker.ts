@@ -341,7 +341,7 @@ export class DeliveryWorker {
     const sent = await this.sender.send(
       { ...target, signingKeys },
       claim.event_id,
-      envelopeJson({ ...claim, id: claim.event_id }, claim.stream_id),
+      envelopeJson(claim.event_id, claim, claim.stream_id),
     );
     this.finished.push(outcomeOf(claim, sent, this.settings, now()));
   }

@@ -253,10 +253,28 @@ export async function claimDue(database: Database, time: ClaimTime, limits: Clai
     const streams = new Map(
       statements.streams.all(JSON.stringify([...new Set(rows.map((r) => r.stream_id))])).map((s) => [s.id, s]),
     );
+    // Built member by member: with rest and spread (`{ ...row, ...event, ...stream }`) merging took
+    // 7 µs a delivery, and objects V8 then reads through slow paths wherever they go.
     return rows.map((row): Claimed => {
-      const { id: _event, ...event } = events.get(row.event_id)!;
-      const { id: _stream, ...stream } = streams.get(row.stream_id)!;
-      return { ...row, ...event, ...stream };
+      const event = events.get(row.event_id)!;
+      const stream = streams.get(row.stream_id)!;
+      return {
+        stream_id: row.stream_id,
+        event_id: row.event_id,
+        attempt_count: row.attempt_count,
+        attempt_seq: row.attempt_seq,
+        claimed_until: row.claimed_until,
+        updated_at: row.updated_at,
+        tenant_id: event.tenant_id,
+        type: event.type,
+        time: event.time,
+        source: event.source,
+        data: event.data,
+        purpose: event.purpose,
+        destination: stream.destination,
+        secret: stream.secret,
+        signing_secrets: stream.signing_secrets,
+      };
     });
   });
 }

@@ -42,14 +42,18 @@ describe('the envelope as a webhook receives it', () => {
     for (const value of data) {
       for (const purpose of [null, 'test'] as const) {
         const row = event({ data: stored(value), purpose });
-        assert.equal(envelopeJson(row, 'est_abc'), JSON.stringify(envelope(row, 'est_abc')), JSON.stringify(value));
+        assert.equal(
+          envelopeJson(row.id, row, 'est_abc'),
+          JSON.stringify(envelope(row, 'est_abc')),
+          JSON.stringify(value),
+        );
       }
     }
   });
 
   it('escapes the other members as JSON does, and carries the stream and test mark', () => {
     const row = event({ source: 'urn:svc:"odd"\\host', type: 'user.updated', purpose: 'test' });
-    const parsed = JSON.parse(envelopeJson(row, 'est_"x"')) as Record<string, unknown>;
+    const parsed = JSON.parse(envelopeJson(row.id, row, 'est_"x"')) as Record<string, unknown>;
     assert.equal(parsed.source, 'urn:svc:"odd"\\host');
     assert.equal(parsed.a0stream, 'est_"x"');
     assert.equal(parsed.a0purpose, 'test');
