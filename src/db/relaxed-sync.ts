@@ -1,28 +1,16 @@
 import type BetterSqlite3 from 'better-sqlite3';
 
-/** A connection's statements that set its synchronous level, and the level it was opened with when above NORMAL. */
-interface Levels {
-  normal: BetterSqlite3.Statement;
-  restore: BetterSqlite3.Statement;
-}
+/** The level a connection was opened with, when above NORMAL; null at NORMAL or below (nothing to relax). */
+const levels = new WeakMap<BetterSqlite3.Database, number | null>();
 
-const levels = new WeakMap<BetterSqlite3.Database, Levels | null>();
-
-function levelsOf(sqlite: BetterSqlite3.Database): Levels | null {
-  let found = levels.get(sqlite);
-  if (found === undefined) {
-    const level = sqlite.pragma('synchronous', { simple: true }) as number;
-    // Prepared once: better-sqlite3's pragma() compiles its statement at every call.
-    found =
-      level > 1
-        ? {
-            normal: sqlite.prepare('PRAGMA synchronous = NORMAL'),
-            restore: sqlite.prepare(`PRAGMA synchronous = ${level}`),
-          }
-        : null;
-    levels.set(sqlite, found);
+function levelOf(sqlite: BetterSqlite3.Database): number | null {
+  let level = levels.get(sqlite);
+  if (level === undefined) {
+    const read = sqlite.pragma('synchronous', { simple: true }) as number;
+    level = read > 1 ? read : null;
+    levels.set(sqlite, level);
   }
-  return found;
+  return level;
 }
 
 /**
@@ -37,12 +25,14 @@ function levelsOf(sqlite: BetterSqlite3.Database): Levels | null {
  * 80–190 µs of CPU and 200–470 µs of waiting on the reference machine (docs/benchmarks.md).
  */
 export function withoutSync<T>(sqlite: BetterSqlite3.Database, write: () => T): T {
-  const found = levelsOf(sqlite);
-  if (found === null) return write();
-  found.normal.run();
+  const level = levelOf(sqlite);
+  if (level === null) return write();
+  // exec, not a statement prepared once: SQLite applies this PRAGMA as it compiles it, so preparing
+  // both statements up front set NORMAL and then the level back at once, and the first run did nothing.
+  sqlite.exec('PRAGMA synchronous = NORMAL');
   try {
     return write();
   } finally {
-    found.restore.run();
+    sqlite.exec(`PRAGMA synchronous = ${level}`);
   }
 }

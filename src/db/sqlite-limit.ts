@@ -24,15 +24,23 @@ import {
  */
 export const sqliteLimit = (parameter: string): string => `CAST(${parameter} AS INTEGER)`;
 
-const castInteger = (node: OperationNode): RawNode => RawNode.create(['CAST(', ' AS INTEGER)'], [node]);
+/** The casts this plugin wrote: a subquery's is met again when its outer query is transformed. */
+const casts = new WeakSet<OperationNode>();
+
+function castInteger(node: OperationNode): OperationNode {
+  if (casts.has(node)) return node;
+  const cast = RawNode.create(['CAST(', ' AS INTEGER)'], [node]);
+  casts.add(cast);
+  return cast;
+}
 
 class CastLimits extends OperationNodeTransformer {
   protected override transformLimit(node: LimitNode): LimitNode {
-    return LimitNode.create(castInteger(this.transformNode(node.limit)));
+    return casts.has(node.limit) ? node : LimitNode.create(castInteger(this.transformNode(node.limit)));
   }
 
   protected override transformOffset(node: OffsetNode): OffsetNode {
-    return OffsetNode.create(castInteger(this.transformNode(node.offset)));
+    return casts.has(node.offset) ? node : OffsetNode.create(castInteger(this.transformNode(node.offset)));
   }
 }
 

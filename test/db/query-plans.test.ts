@@ -307,6 +307,27 @@ const BARE_BOUND_LIMIT = /\b(?:limit|offset)\s+(?:\?|[:@$]\w+)/i;
 const isQuery = (q: RecordedQuery) => /^\s*(select|insert|update|delete|with)\b/i.test(q.sql);
 
 describe('query plans', () => {
+  it("casts a subquery's limit once, and the query still limits", async () => {
+    const database = openDatabase({ dataDir: '', sqliteMemory: true });
+    try {
+      await migrate(database);
+      await sql`INSERT INTO tenants (id, domain, created_at) VALUES ('a', 'a.example', ${AT}), ('b', 'b.example', ${AT}), ('c', 'c.example', ${AT})`.execute(
+        database.db,
+      );
+      const query = database.db
+        .selectFrom('tenants')
+        .select('id')
+        .where('id', 'in', database.db.selectFrom('tenants').select('id').orderBy('id').limit(2))
+        .orderBy('id')
+        .limit(5)
+        .offset(1);
+      assert.equal((query.compile().sql.match(/CAST\(/g) ?? []).length, 3, query.compile().sql);
+      assert.deepEqual(await query.execute(), [{ id: 'b' }]);
+    } finally {
+      await database.close();
+    }
+  });
+
   it('the bare-bound-limit check finds what it looks for', () => {
     for (const bare of ['select 1 limit ?', 'SELECT 1 LIMIT :limit', 'select 1 limit 5 offset ?', 'LIMIT $1']) {
       assert.match(bare, BARE_BOUND_LIMIT, bare);

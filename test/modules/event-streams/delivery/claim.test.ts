@@ -157,6 +157,23 @@ describe('delivery claims and records commit without waiting for the disk (SQLit
     }
   });
 
+  it('relaxes the very first claim of a connection too, and its record', async () => {
+    const { testDatabase, database, probed, setting } = await setUp('full');
+    try {
+      const claimed = await claimDue(database, { leaseMs: 60_000, at: AT }, limits);
+      assert.deepEqual(await probed(), [NORMAL, NORMAL]);
+      assert.equal(setting(), FULL);
+      const settings = { deliveryRetryScheduleMs: [1000], deliveryRetryAfterMaxMs: 1000 };
+      const delivered = outcomeOf(claimed[1]!, { kind: 'delivered', durationMs: 1 }, settings, AT);
+      assert.equal(await recordOutcomes(database, [delivered]), 1);
+      assert.deepEqual(await probed(), [NORMAL, NORMAL, NORMAL]);
+      assert.equal(setting(), FULL);
+    } finally {
+      await database.close();
+      await testDatabase.drop();
+    }
+  });
+
   it('leaves SQLITE_SYNCHRONOUS=normal as it is', async () => {
     const { testDatabase, database, probed, setting } = await setUp('normal');
     try {
