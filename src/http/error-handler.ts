@@ -67,16 +67,16 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimitBytes: numb
   });
 }
 
-/**
- * Node's error on a request's body stream when its connection closed before the body ended: the client
- * went away, or Node refused the request for arriving too slowly (request-timeouts.ts).
- */
 /** Marks a connection Node refused for a request that did not arrive in time, once its handler was called. */
 const TIMED_OUT = Symbol('timedOut');
 interface TimedOut {
   [TIMED_OUT]: boolean;
 }
 
+/**
+ * Node's error on a request's body stream when its connection closed before the body ended: the client
+ * went away, or Node refused the request for arriving too slowly (request-timeouts.ts).
+ */
 function bodyAborted(raw: Error, incoming: IncomingMessage): boolean {
   return (raw as { code?: unknown }).code === 'ECONNRESET' && raw.message === 'aborted' && incoming.readableAborted;
 }

@@ -622,6 +622,50 @@ describe('verification emails, the mail outbox and the development mailbox', { c
         assert.equal(refused.json().message, 'Insufficient scope, expected any of: create:user_tickets');
       });
 
+      it("answers another tenant's ticket on this tenant's host as not valid, and spends nothing", async () => {
+        const other = await server.addTenant(`tickets-${kind}`, `tickets-${kind}.test`);
+        const user = (
+          await server.request({
+            method: 'POST',
+            url: '/api/v2/users',
+            token: other.token,
+            headers: { host: `tickets-${kind}.test` },
+            payload: {
+              email: newEmail(),
+              connection: 'Username-Password-Authentication',
+              password: 'Str0ng!Passw0rd-x',
+              verify_email: false,
+            },
+          })
+        ).json();
+        const ticket = await server.request({
+          method: 'POST',
+          url: '/api/v2/tickets/email-verification',
+          token: other.token,
+          headers: { host: `tickets-${kind}.test` },
+          payload: { user_id: user.user_id },
+        });
+        assert.equal(ticket.statusCode, 201, ticket.body);
+        const link = new URL(ticket.json().ticket);
+        const elsewhere = await follow(new URL(`https://${server.domain}${link.pathname}${link.search}`));
+        assert.equal(elsewhere.statusCode, 404, elsewhere.body);
+        assert.match(elsewhere.body, /This URL is not valid/);
+        const verified = async () =>
+          (
+            await server.request({
+              url: `/api/v2/users/${encodeURIComponent(user.user_id)}`,
+              token: other.token,
+              headers: { host: `tickets-${kind}.test` },
+            })
+          ).json().email_verified;
+        assert.equal(await verified(), false);
+        // Not spent: it still verifies on its own tenant's host, once.
+        const own = await follow(link);
+        assert.equal(own.statusCode, 200, own.body);
+        assert.doesNotMatch(own.body, /already|not valid/i);
+        assert.equal(await verified(), true);
+      });
+
       // The link is public: anyone may send made-up or spent tickets. On SQLite those must not wait for (nor
       // take) the one write lock, or a flood of them would hold up every write of every tenant.
       if (kind === 'sqlite') {

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { migrate, openDatabase, type Database } from '../../../../src/db/database.ts';
 import { outcomeOf } from '../../../../src/modules/event-streams/delivery/outcome.ts';
-import { claimDue, type ClaimLimits } from '../../../../src/modules/event-streams/store/claim.ts';
+import { claimDue, type Claimed, type ClaimLimits } from '../../../../src/modules/event-streams/store/claim.ts';
 import { recordOutcomes } from '../../../../src/modules/event-streams/store/outcomes.ts';
 import { createTestDatabase, eachDatabase, type TestDatabase } from '../../../helpers/databases.ts';
 
@@ -91,6 +91,16 @@ describe('delivery claims and records commit without waiting for the disk (SQLit
   const FULL = 2;
   const NORMAL = 1;
   const limits: ClaimLimits = { limit: 4, perStream: 4, reserve: 0, breakerFailures: 10, running: new Map() };
+  /** Records the claimed delivery's attempt as delivered, as the worker does once its send succeeded. */
+  const recordDelivered = (database: Database, claimed: Claimed) =>
+    recordOutcomes(database, [
+      outcomeOf(
+        claimed,
+        { kind: 'delivered', durationMs: 1 },
+        { deliveryRetryScheduleMs: [1000], deliveryRetryAfterMaxMs: 1000 },
+        AT,
+      ),
+    ]);
 
   const setUp = async (sqliteSynchronous: 'full' | 'normal') => {
     const testDatabase = await createTestDatabase('sqlite');
@@ -139,9 +149,7 @@ describe('delivery claims and records commit without waiting for the disk (SQLit
       );
       assert.deepEqual(await probed(), [NORMAL, NORMAL]);
       assert.equal(setting(), FULL);
-      const settings = { deliveryRetryScheduleMs: [1000], deliveryRetryAfterMaxMs: 1000 };
-      const delivered = outcomeOf(claimed[0]!, { kind: 'delivered', durationMs: 1 }, settings, AT);
-      assert.equal(await recordOutcomes(database, [delivered]), 1);
+      assert.equal(await recordDelivered(database, claimed[0]!), 1);
       assert.deepEqual(await probed(), [NORMAL, NORMAL, NORMAL]);
       assert.equal(setting(), FULL, 'restored after the record');
       // Any other write on the same connection (an API write) syncs.
@@ -163,9 +171,7 @@ describe('delivery claims and records commit without waiting for the disk (SQLit
       const claimed = await claimDue(database, { leaseMs: 60_000, at: AT }, limits);
       assert.deepEqual(await probed(), [NORMAL, NORMAL]);
       assert.equal(setting(), FULL);
-      const settings = { deliveryRetryScheduleMs: [1000], deliveryRetryAfterMaxMs: 1000 };
-      const delivered = outcomeOf(claimed[1]!, { kind: 'delivered', durationMs: 1 }, settings, AT);
-      assert.equal(await recordOutcomes(database, [delivered]), 1);
+      assert.equal(await recordDelivered(database, claimed[1]!), 1);
       assert.deepEqual(await probed(), [NORMAL, NORMAL, NORMAL]);
       assert.equal(setting(), FULL);
     } finally {
