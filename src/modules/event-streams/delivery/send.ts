@@ -80,6 +80,20 @@ export function truncate(message: string): string {
   return message.length > 50 ? `${message.slice(0, 50)} ...` : message;
 }
 
+/** Response bytes read before the connection is dropped: the body is never used, only the status. */
+const BODY_READ_LIMIT = 128 * 1024;
+
+/** What a send learnt of the response: its status and, when it asks to be tried later, its Retry-After. */
+interface Response {
+  status: number;
+  retryAfter: string | undefined;
+}
+
+/** The send's deadline passed (the whole exchange: connecting, writing, the response's head and body). */
+class SendTimeout extends Error {
+  override readonly name = 'TimeoutError';
+}
+
 /**
  * POSTs events to webhooks. With a guard, connections go through an agent whose lookup vets every
  * address before connecting (see EndpointGuard); without one (development mode) any address goes.
@@ -93,9 +107,8 @@ export class WebhookSender {
   ) {}
 
   /** Made on first use, and again after `close`, so a worker that is stopped and started keeps sending. */
-  private dispatcher(): Agent | undefined {
-    if (this.guard === undefined) return undefined;
-    this.agent ??= new (undici().Agent)({ connect: { lookup: this.guard.lookup } });
+  private dispatcher(): Agent {
+    this.agent ??= new (undici().Agent)(this.guard ? { connect: { lookup: this.guard.lookup } } : {});
     return this.agent;
   }
 
@@ -111,27 +124,17 @@ export class WebhookSender {
       Object.assign(headers, signatureHeaders(eventId, Math.floor(Date.now() / 1000), body, target.signingKeys));
     }
     try {
+      const url = new URL(target.endpoint);
       // A host given as an IP address is connected to without a lookup, so it is vetted here.
-      const host = new URL(target.endpoint).hostname.replace(/^\[(.*)\]$/, '$1');
+      const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
       if (this.guard && isIP(host)) await this.guard.vet(host);
-      const dispatcher = this.dispatcher();
-      // undici's own `request` rather than `fetch`: the WHATWG layer of `fetch` costs more CPU per
-      // delivery than the rest of the worker together. It follows no redirects, as the original.
-      const response = await undici().request(target.endpoint, {
-        method: 'POST',
-        headers,
-        body,
-        signal: AbortSignal.timeout(this.timeoutMs),
-        ...(dispatcher ? { dispatcher } : {}),
-      });
-      // The body is not needed; draining it frees the connection for reuse.
-      await response.body.dump().catch(() => undefined);
+      const response = await this.post(url, headers, body);
       const durationMs = performance.now() - started;
-      const status = response.statusCode;
+      const status = response.status;
       if (status >= 200 && status < 300) return { kind: 'delivered', durationMs };
       const error = truncate(`Unexpected status code ${status} from POST ${redactUrl(target.endpoint)}`);
       if (status >= 400 && status < 500 && !TRY_LATER.has(status)) return { kind: 'rejected', durationMs, error };
-      const wait = retryAfterMs(response.headers['retry-after']);
+      const wait = retryAfterMs(response.retryAfter);
       return { kind: 'retryable', durationMs, error, ...(wait === undefined ? {} : { retryAfterMs: wait }) };
     } catch (caught) {
       const durationMs = performance.now() - started;
@@ -143,9 +146,85 @@ export class WebhookSender {
       // Spelled out in full: the operator needs the whole reason, which the 50-character cut would lose.
       if (cause instanceof EndpointRefused) return { kind: 'rejected', durationMs, error: `Refused: ${cause.message}` };
       if (cause instanceof EndpointUnresolved) return { kind: 'retryable', durationMs, error: cause.message };
-      const reason = caught instanceof Error && caught.name === 'TimeoutError' ? 'timeout' : String(cause);
+      const reason = caught instanceof SendTimeout ? 'timeout' : String(cause);
       return { kind: 'retryable', durationMs, error: truncate(`Post "${redactUrl(target.endpoint)}": ${reason}`) };
     }
+  }
+
+  /**
+   * The POST itself, through undici's dispatcher with a handler of its own rather than `request` (or
+   * `fetch`, whose WHATWG layer costs more CPU per delivery than the rest of the worker together):
+   * `request` makes a stream of the response body, an AbortSignal with its timer and listeners, and an
+   * object of every header, for a body that is dropped and headers that are not read. Resolves once
+   * the response is read (so the connection is reused), or with its status once BODY_READ_LIMIT bytes
+   * of body came or the deadline passed after the status; rejects with the error, or with SendTimeout
+   * when the deadline passed before the status. It follows no redirects, as the original.
+   */
+  private post(url: URL, headers: Record<string, string>, body: string): Promise<Response> {
+    return new Promise<Response>((resolve, reject) => {
+      let settled = false;
+      let abort: ((reason: Error) => void) | undefined;
+      /** Why the request is to end early; set before undici's abort is known, it is passed on once it is. */
+      let ended: Error | undefined;
+      let response: Response | undefined;
+      let read = 0;
+      const finish = (error?: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        if (response) resolve(response);
+        else reject(error);
+      };
+      /** Ends the exchange here: the connection is dropped, whatever undici reports after. */
+      const end = (reason: Error) => {
+        ended ??= reason;
+        finish(reason);
+        abort?.(reason);
+      };
+      const deadline = setTimeout(() => end(new SendTimeout()), this.timeoutMs);
+      try {
+        this.dispatcher().dispatch(
+          {
+            origin: url.origin,
+            path: url.search ? `${url.pathname}${url.search}` : url.pathname,
+            method: 'POST',
+            headers,
+            body,
+          },
+          {
+            onConnect(abortRequest: (reason: Error) => void) {
+              abort = abortRequest;
+              if (ended) abortRequest(ended);
+            },
+            onHeaders(statusCode: number, rawHeaders: Buffer[]) {
+              // 1xx heads (Early Hints…) come before the response's own.
+              if (statusCode < 200) return true;
+              response = { status: statusCode, retryAfter: undefined };
+              if (statusCode >= 300) response.retryAfter = headerValue(rawHeaders, 'retry-after');
+              // A body announced longer than what is read is not waited for (as undici's dump()).
+              if (Number(headerValue(rawHeaders, 'content-length')) > BODY_READ_LIMIT) {
+                end(new Error('response body over the read limit'));
+                return false;
+              }
+              return true;
+            },
+            onData(chunk: Buffer) {
+              read += chunk.length;
+              if (read > BODY_READ_LIMIT) end(new Error('response body over the read limit'));
+              return true;
+            },
+            onComplete() {
+              finish();
+            },
+            onError(error: Error) {
+              finish(error);
+            },
+          },
+        );
+      } catch (error) {
+        finish(error as Error);
+      }
+    });
   }
 
   /** Closes the pooled connections. */
@@ -154,4 +233,13 @@ export class WebhookSender {
     this.agent = undefined;
     await agent?.close();
   }
+}
+
+/** The first value of a header among undici's raw pairs (name, value, …), its name in lower case. */
+function headerValue(rawHeaders: Buffer[], name: string): string | undefined {
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.length === name.length && rawHeaders[i]!.toString('latin1').toLowerCase() === name)
+      return rawHeaders[i + 1]!.toString('latin1');
+  }
+  return undefined;
 }
