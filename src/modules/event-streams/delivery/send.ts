@@ -152,36 +152,15 @@ export class WebhookSender {
   }
 
   /**
-   * The POST itself, through undici's dispatcher with a handler of its own rather than `request` (or
-   * `fetch`, whose WHATWG layer costs more CPU per delivery than the rest of the worker together):
-   * `request` makes a stream of the response body, an AbortSignal with its timer and listeners, and an
-   * object of every header, for a body that is dropped and headers that are not read. Resolves once
-   * the response is read (so the connection is reused), or with its status once BODY_READ_LIMIT bytes
-   * of body came or the deadline passed after the status; rejects with the error, or with SendTimeout
-   * when the deadline passed before the status. It follows no redirects, as the original.
+   * The POST itself, through undici's dispatcher with a handler of its own (Exchange) rather than
+   * `request` (or `fetch`, whose WHATWG layer costs more CPU per delivery than the rest of the worker
+   * together): `request` makes a stream of the response body, an AbortSignal with its timer and
+   * listeners, and an object of every header, for a body that is dropped and headers that are not
+   * read. It follows no redirects, as the original.
    */
   private post(url: URL, headers: Record<string, string>, body: string): Promise<Response> {
     return new Promise<Response>((resolve, reject) => {
-      let settled = false;
-      let abort: ((reason: Error) => void) | undefined;
-      /** Why the request is to end early; set before undici's abort is known, it is passed on once it is. */
-      let ended: Error | undefined;
-      let response: Response | undefined;
-      let read = 0;
-      const finish = (error?: Error) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(deadline);
-        if (response) resolve(response);
-        else reject(error);
-      };
-      /** Ends the exchange here: the connection is dropped, whatever undici reports after. */
-      const end = (reason: Error) => {
-        ended ??= reason;
-        finish(reason);
-        abort?.(reason);
-      };
-      const deadline = setTimeout(() => end(new SendTimeout()), this.timeoutMs);
+      const exchange = new Exchange(resolve, reject, this.timeoutMs);
       try {
         this.dispatcher().dispatch(
           {
@@ -191,38 +170,10 @@ export class WebhookSender {
             headers,
             body,
           },
-          {
-            onConnect(abortRequest: (reason: Error) => void) {
-              abort = abortRequest;
-              if (ended) abortRequest(ended);
-            },
-            onHeaders(statusCode: number, rawHeaders: Buffer[]) {
-              // 1xx heads (Early Hints…) come before the response's own.
-              if (statusCode < 200) return true;
-              response = { status: statusCode, retryAfter: undefined };
-              if (statusCode >= 300) response.retryAfter = headerValue(rawHeaders, 'retry-after');
-              // A body announced longer than what is read is not waited for (as undici's dump()).
-              if (Number(headerValue(rawHeaders, 'content-length')) > BODY_READ_LIMIT) {
-                end(new Error('response body over the read limit'));
-                return false;
-              }
-              return true;
-            },
-            onData(chunk: Buffer) {
-              read += chunk.length;
-              if (read > BODY_READ_LIMIT) end(new Error('response body over the read limit'));
-              return true;
-            },
-            onComplete() {
-              finish();
-            },
-            onError(error: Error) {
-              finish(error);
-            },
-          },
+          exchange,
         );
       } catch (error) {
-        finish(error as Error);
+        exchange.onError(error as Error);
       }
     });
   }
@@ -232,6 +183,79 @@ export class WebhookSender {
     const agent = this.agent;
     this.agent = undefined;
     await agent?.close();
+  }
+}
+
+/**
+ * One POST's handler for undici's dispatcher. Resolves once the response is read (so the connection
+ * is reused), or with its status once BODY_READ_LIMIT bytes of body came or the deadline passed after
+ * the status; rejects with the error, or with SendTimeout when the deadline passed before the status.
+ * A class, not an object of closures: one is made per delivery.
+ */
+class Exchange {
+  private settled = false;
+  private abort: ((reason: Error) => void) | undefined;
+  /** Why the exchange ended early; set before undici's abort is known, it is passed on once it is. */
+  private ended: Error | undefined;
+  private response: Response | undefined;
+  private read = 0;
+  private readonly deadline: NodeJS.Timeout;
+
+  constructor(
+    private readonly resolve: (response: Response) => void,
+    private readonly reject: (error: Error) => void,
+    timeoutMs: number,
+  ) {
+    this.deadline = setTimeout(() => this.end(new SendTimeout()), timeoutMs);
+  }
+
+  onConnect(abort: (reason: Error) => void): void {
+    this.abort = abort;
+    if (this.ended) abort(this.ended);
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    // 1xx heads (Early Hints…) come before the response's own.
+    if (statusCode < 200) return true;
+    this.response = {
+      status: statusCode,
+      retryAfter: statusCode >= 300 ? headerValue(rawHeaders, 'retry-after') : undefined,
+    };
+    // A body announced longer than what is read is not waited for (as undici's dump()).
+    if (Number(headerValue(rawHeaders, 'content-length')) > BODY_READ_LIMIT) {
+      this.end(new Error('response body over the read limit'));
+      return false;
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.read += chunk.length;
+    if (this.read > BODY_READ_LIMIT) this.end(new Error('response body over the read limit'));
+    return true;
+  }
+
+  onComplete(): void {
+    this.finish();
+  }
+
+  onError(error: Error): void {
+    this.finish(error);
+  }
+
+  /** Ends the exchange here: the connection is dropped, whatever undici reports after. */
+  private end(reason: Error): void {
+    this.ended ??= reason;
+    this.finish(reason);
+    this.abort?.(reason);
+  }
+
+  private finish(error?: Error): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.deadline);
+    if (this.response) this.resolve(this.response);
+    else this.reject(error!);
   }
 }
 
