@@ -52,8 +52,9 @@ declare module 'fastify' {
  * rate-limited unless it declares itself `public`, so a route added without a declaration is closed.
  *
  * Host → tenant (for a self-managed custom domain, only through the proxy holding its cname-api-key),
- * then the bearer token. A request with a valid token draws on its tenant's bucket; one without draws
- * on its address's bucket, so anonymous traffic can never exhaust a tenant's limit. Then the scopes.
+ * then the bearer token. A request with a valid token draws on its tenant's bucket; one without, and a
+ * public route's (unless it declares `ownLimits`), draws on its address's bucket, so anonymous traffic
+ * can never exhaust a tenant's limit. Then the scopes.
  */
 export function registerRequestPipeline(app: FastifyInstance, pipeline: RequestPipeline): void {
   app.decorateRequest('tenant', null as unknown as Tenant);
@@ -79,6 +80,11 @@ export function registerRequestPipeline(app: FastifyInstance, pipeline: RequestP
     const misdeclared = registered.find((route) => route.config?.tenantless && !route.config.public);
     if (misdeclared)
       throw new Error(`route ${String(misdeclared.method)} ${misdeclared.url}: tenantless routes must be public`);
+    const ownLimits = registered.find((route) => route.config?.ownLimits && !route.config.public);
+    if (ownLimits)
+      throw new Error(
+        `route ${String(ownLimits.method)} ${ownLimits.url}: only public routes may limit their callers themselves`,
+      );
   });
 
   const { metrics } = pipeline;
@@ -137,7 +143,12 @@ async function decide(
   }
   request.tenantHost = found;
   request.tenant = found.tenant;
-  if (config.public) return;
+  if (config.public) {
+    // Anonymous traffic, whose address's bucket it draws on, unless the route limits its callers itself.
+    if (!config.ownLimits)
+      await limit(request, reply, pipeline.anonymousRateLimiter, anonymousKey(request), 'anonymous', metrics);
+    return;
+  }
 
   let principal: Principal | undefined;
   let refusal: ApiError | undefined;
@@ -160,7 +171,7 @@ async function decide(
 
 /**
  * decide(), for the common case only, without waiting: a Host in the tenants' cache, a public route or
- * a well-formed token in the verified-token cache, and a bucket in this process. True when it decided
+ * a well-formed token in the verified-token cache, and buckets in this process. True when it decided
  * (or threw its refusal); false, having changed nothing, when decide() must run.
  */
 function decideAtOnce(
@@ -172,8 +183,12 @@ function decideAtOnce(
   const found = pipeline.tenants.resolveCached(request.headers.host)?.found;
   if (!found || found.cnameApiKeyHash !== undefined) return false;
   if (config.public) {
+    const takeAnonymous = pipeline.anonymousRateLimiter.takeNow;
+    if (!config.ownLimits && !takeAnonymous) return false;
     request.tenantHost = found;
     request.tenant = found.tenant;
+    if (!config.ownLimits)
+      setRateLimitHeaders(reply, takeAnonymous!(anonymousKey(request)), pipeline.metrics, 'anonymous');
     return true;
   }
   const takeNow = pipeline.rateLimiter.takeNow;

@@ -17,6 +17,7 @@ export type TokenOutcome =
   | 'unsupported_grant_type'
   | 'invalid_client'
   | 'too_many_attempts'
+  | 'too_many_requests'
   | 'no_audience'
   | 'audience_not_enabled'
   | 'client_without_scopes';

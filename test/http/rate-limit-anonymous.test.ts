@@ -8,6 +8,21 @@ import { ADMIN_ID, ADMIN_SECRET, startTestServer, type TestServer } from '../hel
 
 const USERS = '/api/v2/users-by-email?email=a%40b.co';
 
+/** A client-credentials grant at the server's tenant, from `remoteAddress`. */
+const grantFrom = (server: TestServer, remoteAddress: string, clientId: string, clientSecret: string) =>
+  server.app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    remoteAddress,
+    headers: { host: server.domain },
+    payload: {
+      grant_type: 'client_credentials',
+      client_id: clientId,
+      client_secret: clientSecret,
+      audience: `https://${server.domain}/api/v2/`,
+    },
+  });
+
 it('client addresses: IPv4 one by one, IPv6 by its /64', () => {
   assert.equal(clientAddress('203.0.113.9'), '203.0.113.9');
   assert.equal(clientAddress('::ffff:203.0.113.9'), '203.0.113.9');
@@ -30,7 +45,7 @@ for (const kind of databaseKinds()) {
     let server: TestServer;
     before(async () => {
       server = await startTestServer(kind, {
-        RATE_LIMIT_SIZE: '5',
+        RATE_LIMIT_SIZE: '20',
         RATE_LIMIT_PER_SECOND: '1',
         ANONYMOUS_RATE_LIMIT_SIZE: '3',
         ANONYMOUS_RATE_LIMIT_PER_SECOND: '1',
@@ -66,25 +81,15 @@ for (const kind of databaseKinds()) {
       assert.equal((await from('198.51.100.8', null)).statusCode, 401);
       const mine = await from('198.51.100.7', server.adminToken);
       assert.equal(mine.statusCode, 200);
-      assert.equal(mine.headers['x-ratelimit-limit'], '5');
-      assert.equal(mine.headers['x-ratelimit-remaining'], '4');
+      assert.equal(mine.headers['x-ratelimit-limit'], '20');
+      // The grant of the admin's token spent one, this request the other.
+      assert.equal(mine.headers['x-ratelimit-remaining'], '18');
     });
 
     it('limits failed client authentication per client and address, and per address, without slowing good grants', async () => {
       const grant = (remoteAddress: string, clientId: string, clientSecret: string) =>
-        server.app.inject({
-          method: 'POST',
-          url: '/oauth/token',
-          remoteAddress,
-          headers: { host: server.domain },
-          payload: {
-            grant_type: 'client_credentials',
-            client_id: clientId,
-            client_secret: clientSecret,
-            audience: `https://${server.domain}/api/v2/`,
-          },
-        });
-      // Good grants spend nothing.
+        grantFrom(server, remoteAddress, clientId, clientSecret);
+      // Good grants spend nothing of these buckets (the tenant's, see below).
       for (let i = 0; i < 8; i++) assert.equal((await grant('203.0.113.1', ADMIN_ID, ADMIN_SECRET)).statusCode, 200);
 
       const statuses = [];
@@ -168,6 +173,107 @@ for (const kind of databaseKinds()) {
       const huge = await server.app.inject({ url: USERS, remoteAddress: '198.51.100.42', headers: { host: long } });
       assert.equal(huge.statusCode, 404);
       assert.equal(huge.json().message, `No tenant is served on host ${long.slice(0, 260)}…`);
+    });
+  });
+}
+
+for (const kind of databaseKinds()) {
+  describe(`the public routes: grants on the tenant's bucket, the others on the address's (${kind})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer(kind, {
+        RATE_LIMIT_SIZE: '6',
+        RATE_LIMIT_PER_SECOND: '1',
+        ANONYMOUS_RATE_LIMIT_SIZE: '3',
+        ANONYMOUS_RATE_LIMIT_PER_SECOND: '1',
+      });
+    });
+    after(() => server.close());
+
+    const grant = (remoteAddress: string, clientSecret = ADMIN_SECRET) =>
+      grantFrom(server, remoteAddress, ADMIN_ID, clientSecret);
+    const remaining = (response: { headers: Record<string, unknown> }) =>
+      Number(response.headers['x-ratelimit-remaining']);
+
+    it("limits the JWKS, the issuer's metadata and the verification link per address, without touching the tenant's bucket", async () => {
+      const before = await grant('203.0.113.50');
+      assert.equal(before.statusCode, 200, before.body);
+      const urls = [
+        '/.well-known/jwks.json',
+        '/.well-known/openid-configuration',
+        '/.well-known/oauth-authorization-server',
+        '/u/email-verification?ticket=made-up',
+      ];
+      for (const url of urls) {
+        const remoteAddress = `198.51.100.${60 + urls.indexOf(url)}`;
+        const statuses = [];
+        for (let i = 0; i < 5; i++) {
+          const response = await server.app.inject({ url, remoteAddress, headers: { host: server.domain } });
+          statuses.push(response.statusCode);
+          if (response.statusCode === 429) {
+            assert.equal(response.json().errorCode, 'too_many_requests', url);
+            assert.ok(Number(response.headers['retry-after']) >= 1, url);
+          } else {
+            assert.equal(response.headers['x-ratelimit-limit'], '3', url);
+          }
+        }
+        const served = url.startsWith('/u/') ? 404 : 200;
+        assert.deepEqual(statuses, [served, served, served, 429, 429], url);
+        // Another address is served.
+        const elsewhere = await server.app.inject({
+          url,
+          remoteAddress: `198.51.100.${80 + urls.indexOf(url)}`,
+          headers: { host: server.domain },
+        });
+        assert.equal(elsewhere.statusCode, served, url);
+      }
+      // The floods spent nothing of the tenant's bucket: the next grant finds one fewer (or one more refilled).
+      const after = await grant('203.0.113.50');
+      assert.equal(after.statusCode, 200);
+      assert.ok(
+        [remaining(before) - 1, remaining(before)].includes(remaining(after)),
+        `${remaining(before)} → ${remaining(after)}`,
+      );
+    });
+
+    it("draws each grant on the tenant's bucket, once the client authenticated, and refuses beyond it", async () => {
+      // An address whose anonymous bucket is empty still gets tokens: grants do not draw on it.
+      for (let i = 0; i < 4; i++)
+        await server.app.inject({
+          url: '/.well-known/jwks.json',
+          remoteAddress: '198.51.100.70',
+          headers: { host: server.domain },
+        });
+      const first = await grant('198.51.100.70');
+      assert.equal(first.statusCode, 200, first.body);
+      assert.equal(first.headers['x-ratelimit-limit'], '6');
+      // Failed authentications spend nothing of it: nobody without the secret can drain a tenant.
+      for (let i = 0; i < 3; i++) assert.equal((await grant('198.51.100.71', `guess-${i}`)).statusCode, 401);
+      const statuses = [first.statusCode];
+      const left = [remaining(first)];
+      let refused;
+      for (let i = 0; i < 12 && !refused; i++) {
+        const response = await grant('198.51.100.70');
+        statuses.push(response.statusCode);
+        if (response.statusCode === 429) refused = response;
+        else left.push(remaining(response));
+      }
+      assert.ok(refused, `no grant refused: ${statuses.join(',')}`);
+      // Each grant spent one (a refill of one a second may give one back between two).
+      for (let i = 1; i < left.length; i++) assert.ok(left[i]! <= left[i - 1]!, left.join(','));
+      assert.ok(left.length <= 8, `${left.length} grants served from a bucket of 6: ${left.join(',')}`);
+      assert.deepEqual(refused.json(), {
+        error: 'too_many_requests',
+        error_description: 'Global limit has been reached',
+      });
+      assert.equal(refused.headers['x-ratelimit-remaining'], '0');
+      assert.ok(Number(refused.headers['retry-after']) >= 1);
+      // The tenant's Management API calls share the bucket: the grants' flood is the tenant's own.
+      const call = await server.app.inject({
+        url: USERS,
+        headers: { host: server.domain, authorization: `Bearer ${server.adminToken}` },
+      });
+      assert.equal(call.statusCode, 429);
     });
   });
 }

@@ -44,7 +44,10 @@ const field = (body: Record<string, unknown>, name: string): string | undefined 
 
 export async function oauthRoutes(
   app: FastifyInstance,
-  services: Pick<Services, 'signingKeys' | 'clients' | 'tenants' | 'accessTokens' | 'tokenFailureLimiters' | 'metrics'>,
+  services: Pick<
+    Services,
+    'signingKeys' | 'clients' | 'tenants' | 'accessTokens' | 'tokenFailureLimiters' | 'rateLimiter' | 'metrics'
+  >,
 ): Promise<void> {
   const failures = new ClientAuthenticationLimit(services.tokenFailureLimiters);
   const { metrics } = services;
@@ -73,7 +76,10 @@ export async function oauthRoutes(
 
   app.post(
     '/oauth/token',
-    { config: { public: true }, schema: { hide: true } },
+    // Its own limits: failed client authentications per client and address (before the secret is
+    // compared), and each grant on its tenant's bucket (once the client is known), like a request with
+    // the token it asks for. The address's bucket of anonymous traffic would hold up good grants.
+    { config: { public: true, ownLimits: true }, schema: { hide: true } },
     async (request: FastifyRequest, reply) => {
       const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
       const grantType = field(body, 'grant_type');
@@ -115,6 +121,17 @@ export async function oauthRoutes(
       const client = clientSecret ? await services.clients.authenticate(tenant.id, clientId, clientSecret) : undefined;
       if (!client) return refuse('invalid_client', reply, 401, 'access_denied', 'Unauthorized');
       await failures.succeeded(tenant.id, clientId, request.ip);
+      // A grant is the tenant's own traffic: drawn on its bucket only now, so that nobody without the
+      // client's secret can spend it.
+      const bucket = await services.rateLimiter.take(tenant.id);
+      reply.header('x-ratelimit-limit', String(bucket.limit));
+      reply.header('x-ratelimit-remaining', String(bucket.remaining));
+      reply.header('x-ratelimit-reset', String(bucket.reset));
+      if (!bucket.allowed) {
+        reply.header('retry-after', String(bucket.retryAfter));
+        metrics.rateLimited('tenant');
+        return refuse('too_many_requests', reply, 429, 'too_many_requests', 'Global limit has been reached');
+      }
 
       const audience = field(body, 'audience');
       if (!audience)
