@@ -144,9 +144,10 @@ async function decide(
   request.tenantHost = found;
   request.tenant = found.tenant;
   if (config.public) {
-    // Anonymous traffic, whose address's bucket it draws on, unless the route limits its callers itself.
+    // Anonymous traffic: it draws on the address's bucket of the tenant's public routes, unless the
+    // route limits its callers itself.
     if (!config.ownLimits)
-      await limit(request, reply, pipeline.anonymousRateLimiter, anonymousKey(request), 'anonymous', metrics);
+      await limit(request, reply, pipeline.anonymousRateLimiter, publicRouteKey(request), 'anonymous', metrics);
     return;
   }
 
@@ -188,7 +189,7 @@ function decideAtOnce(
     request.tenantHost = found;
     request.tenant = found.tenant;
     if (!config.ownLimits)
-      setRateLimitHeaders(reply, takeAnonymous!(anonymousKey(request)), pipeline.metrics, 'anonymous');
+      setRateLimitHeaders(reply, takeAnonymous!(publicRouteKey(request)), pipeline.metrics, 'anonymous');
     return true;
   }
   const takeNow = pipeline.rateLimiter.takeNow;
@@ -251,6 +252,16 @@ function setRateLimitHeaders(
 
 function anonymousKey(request: FastifyRequest): string {
   return `anonymous:${clientAddress(request.ip)}`;
+}
+
+/**
+ * The bucket of a tenant's public routes for a client address: of that tenant alone, and apart from the
+ * address's other anonymous traffic. Requests through one proxy (a tenant's own, in front of its custom
+ * domain, unless TRUST_PROXY names it) or one NAT share their address's buckets: this way a flood through
+ * one tenant's proxy, or of unauthenticated calls, never refuses another tenant's JWKS, nor this one's.
+ */
+export function publicRouteKey(request: FastifyRequest): string {
+  return `public:${request.tenant.id}:${clientAddress(request.ip)}`;
 }
 
 async function authenticate(request: FastifyRequest, pipeline: RequestPipeline): Promise<Principal> {

@@ -236,6 +236,58 @@ for (const kind of databaseKinds()) {
       );
     });
 
+    it("keeps each tenant's public routes apart, and apart from the address's unauthenticated calls", async () => {
+      await server.addTenant('other-public', 'other-public.test');
+      const jwks = (host: string) =>
+        server.app.inject({ url: '/.well-known/jwks.json', remoteAddress: '198.51.100.90', headers: { host } });
+      const statuses = [];
+      for (let i = 0; i < 4; i++) statuses.push((await jwks(server.domain)).statusCode);
+      assert.deepEqual(statuses, [200, 200, 200, 429]);
+      // The same address, another tenant: its own bucket.
+      assert.equal((await jwks('other-public.test')).statusCode, 200);
+      // The same address and tenant, a call without a token: the address's bucket of such calls.
+      const call = await server.app.inject({
+        url: USERS,
+        remoteAddress: '198.51.100.90',
+        headers: { host: server.domain },
+      });
+      assert.equal(call.statusCode, 401);
+    });
+
+    it('draws refusals made before any client is named on the address, and refused grants on nothing', async () => {
+      const early = [];
+      for (let i = 0; i < 5; i++) {
+        const response = await server.app.inject({
+          method: 'POST',
+          url: '/oauth/token',
+          remoteAddress: '198.51.100.91',
+          headers: { host: server.domain },
+          payload: i % 2 ? { grant_type: 'password' } : { client_id: ADMIN_ID },
+        });
+        early.push(response.statusCode);
+        if (response.statusCode === 429) assert.equal(response.json().error, 'too_many_requests');
+      }
+      assert.deepEqual(early, [400, 400, 400, 429, 429]);
+      // A good grant from there is not held up by them.
+      const granted = await grant('198.51.100.91');
+      assert.equal(granted.statusCode, 200, granted.body);
+      const left = remaining(granted);
+      // Grants refused after the client authenticated (no audience) spend nothing of the tenant's bucket.
+      for (let i = 0; i < 8; i++) {
+        const refused = await server.app.inject({
+          method: 'POST',
+          url: '/oauth/token',
+          remoteAddress: '198.51.100.92',
+          headers: { host: server.domain },
+          payload: { grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: ADMIN_SECRET },
+        });
+        assert.equal(refused.statusCode, 403, refused.body);
+      }
+      const next = await grant('198.51.100.92');
+      assert.equal(next.statusCode, 200, next.body);
+      assert.ok([left - 1, left].includes(remaining(next)), `${left} → ${remaining(next)}`);
+    });
+
     it("draws each grant on the tenant's bucket, once the client authenticated, and refuses beyond it", async () => {
       // An address whose anonymous bucket is empty still gets tokens: grants do not draw on it.
       for (let i = 0; i < 4; i++)

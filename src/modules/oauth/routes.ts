@@ -3,7 +3,9 @@ import type { Services } from '../../services.ts';
 import { domainOfAudience } from './access-tokens.ts';
 import { ClientAuthenticationLimit } from './client-authentication-limit.ts';
 import { discoveryDocument } from './discovery.ts';
-import type { TokenOutcome } from '../../observability/metrics.ts';
+import { publicRouteKey } from '../../http/hooks.ts';
+import type { RateLimiter } from '../../http/rate-limit.ts';
+import type { Metrics, RateLimitBucket, TokenOutcome } from '../../observability/metrics.ts';
 
 /** OAuth errors keep OAuth's own shape, not the Management API's. */
 function oauthError(
@@ -42,11 +44,39 @@ const MAX_CLIENT_ID_LENGTH = 256;
 const field = (body: Record<string, unknown>, name: string): string | undefined =>
   typeof body[name] === 'string' && body[name] !== '' ? (body[name] as string) : undefined;
 
+/**
+ * Spends one token of `key`'s bucket, with its state in the rate-limit headers (and `Retry-After`,
+ * counted as refused, when it was empty): true when the request may go on.
+ */
+async function drawOn(
+  limiter: RateLimiter,
+  key: string,
+  reply: FastifyReply,
+  bucket: RateLimitBucket,
+  metrics: Pick<Metrics, 'rateLimited'>,
+): Promise<boolean> {
+  const state = await limiter.take(key);
+  reply.header('x-ratelimit-limit', String(state.limit));
+  reply.header('x-ratelimit-remaining', String(state.remaining));
+  reply.header('x-ratelimit-reset', String(state.reset));
+  if (state.allowed) return true;
+  reply.header('retry-after', String(state.retryAfter));
+  metrics.rateLimited(bucket);
+  return false;
+}
+
 export async function oauthRoutes(
   app: FastifyInstance,
   services: Pick<
     Services,
-    'signingKeys' | 'clients' | 'tenants' | 'accessTokens' | 'tokenFailureLimiters' | 'rateLimiter' | 'metrics'
+    | 'signingKeys'
+    | 'clients'
+    | 'tenants'
+    | 'accessTokens'
+    | 'tokenFailureLimiters'
+    | 'rateLimiter'
+    | 'anonymousRateLimiter'
+    | 'metrics'
   >,
 ): Promise<void> {
   const failures = new ClientAuthenticationLimit(services.tokenFailureLimiters);
@@ -81,28 +111,36 @@ export async function oauthRoutes(
     // the token it asks for. The address's bucket of anonymous traffic would hold up good grants.
     { config: { public: true, ownLimits: true }, schema: { hide: true } },
     async (request: FastifyRequest, reply) => {
+      /** A refusal before any client is named: drawn, as other anonymous traffic, on the address's bucket. */
+      const refuseEarly = async (
+        outcome: Exclude<TokenOutcome, 'granted'>,
+        status: number,
+        error: string,
+        description: string,
+      ) =>
+        (await drawOn(services.anonymousRateLimiter, publicRouteKey(request), reply, 'anonymous', metrics))
+          ? refuse(outcome, reply, status, error, description)
+          : refuse('too_many_requests', reply, 429, 'too_many_requests', 'Global limit has been reached');
       const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
       const grantType = field(body, 'grant_type');
       if (!grantType)
-        return refuse('invalid_request', reply, 400, 'invalid_request', 'Missing required parameter: grant_type');
-      if (grantType !== 'client_credentials') {
-        return refuse(
+        return refuseEarly('invalid_request', 400, 'invalid_request', 'Missing required parameter: grant_type');
+      if (grantType !== 'client_credentials')
+        return refuseEarly(
           'unsupported_grant_type',
-          reply,
           400,
           'unsupported_grant_type',
           `Unsupported grant type: ${grantType}`,
         );
-      }
       const basic = basicCredentials(request.headers.authorization);
       const clientId = basic?.id ?? field(body, 'client_id');
       const clientSecret = basic?.secret ?? field(body, 'client_secret');
       if (!clientId)
-        return refuse('invalid_request', reply, 400, 'invalid_request', 'Missing required parameter: client_id');
+        return refuseEarly('invalid_request', 400, 'invalid_request', 'Missing required parameter: client_id');
 
-      // No client has such an id: refused before it could name a bucket or fill a log line.
+      // No client has such an id: refused before it could name a failures' bucket or fill a log line.
       if (clientId.length > MAX_CLIENT_ID_LENGTH)
-        return refuse('invalid_client', reply, 401, 'access_denied', 'Unauthorized');
+        return refuseEarly('invalid_client', 401, 'access_denied', 'Unauthorized');
 
       const { tenant, domain } = request.tenantHost;
       const wait = await failures.begin(tenant.id, clientId, request.ip);
@@ -121,17 +159,6 @@ export async function oauthRoutes(
       const client = clientSecret ? await services.clients.authenticate(tenant.id, clientId, clientSecret) : undefined;
       if (!client) return refuse('invalid_client', reply, 401, 'access_denied', 'Unauthorized');
       await failures.succeeded(tenant.id, clientId, request.ip);
-      // A grant is the tenant's own traffic: drawn on its bucket only now, so that nobody without the
-      // client's secret can spend it.
-      const bucket = await services.rateLimiter.take(tenant.id);
-      reply.header('x-ratelimit-limit', String(bucket.limit));
-      reply.header('x-ratelimit-remaining', String(bucket.remaining));
-      reply.header('x-ratelimit-reset', String(bucket.reset));
-      if (!bucket.allowed) {
-        reply.header('retry-after', String(bucket.retryAfter));
-        metrics.rateLimited('tenant');
-        return refuse('too_many_requests', reply, 429, 'too_many_requests', 'Global limit has been reached');
-      }
 
       const audience = field(body, 'audience');
       if (!audience)
@@ -169,6 +196,11 @@ export async function oauthRoutes(
       const wanted = requested && new Set(requested);
       const scopes = wanted ? client.scopes.filter((s) => wanted.has(s)) : client.scopes;
 
+      // A grant is the tenant's own traffic: drawn on its bucket only now, once the client authenticated
+      // and the grant is to be issued, so that neither a caller without the secret nor a refused request
+      // (no audience, no scopes) can spend it.
+      if (!(await drawOn(services.rateLimiter, tenant.id, reply, 'tenant', metrics)))
+        return refuse('too_many_requests', reply, 429, 'too_many_requests', 'Global limit has been reached');
       const { accessToken, expiresIn, scopeJson } = await services.accessTokens.issue({
         tenant,
         domain,

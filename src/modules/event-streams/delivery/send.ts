@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { isIP } from 'node:net';
-import type { Agent } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import { lazyModule } from '../../../lazy-module.ts';
 
 const undici = lazyModule<typeof import('undici')>('undici');
@@ -106,9 +106,14 @@ export class WebhookSender {
     private readonly timeoutMs: number,
   ) {}
 
-  /** Made on first use, and again after `close`, so a worker that is stopped and started keeps sending. */
-  private dispatcher(): Agent {
-    this.agent ??= new (undici().Agent)(this.guard ? { connect: { lookup: this.guard.lookup } } : {});
+  /**
+   * With a guard, its agent: made on first use, and again after `close`, so a worker that is stopped
+   * and started keeps sending. Without one (development mode), the process's global dispatcher, as
+   * fetch's: the embedded server's makes it trust the development CA (embed/trust.ts).
+   */
+  private dispatcher(): Dispatcher {
+    if (this.guard === undefined) return undici().getGlobalDispatcher();
+    this.agent ??= new (undici().Agent)({ connect: { lookup: this.guard.lookup } });
     return this.agent;
   }
 
@@ -206,7 +211,8 @@ class Exchange {
     private readonly reject: (error: Error) => void,
     timeoutMs: number,
   ) {
-    this.deadline = setTimeout(() => this.end(new SendTimeout()), timeoutMs);
+    // Unref'd: a send in flight does not keep the process alive by its timer alone (its socket does).
+    this.deadline = setTimeout(() => this.end(new SendTimeout()), timeoutMs).unref();
   }
 
   onConnect(abort: (reason: Error) => void): void {

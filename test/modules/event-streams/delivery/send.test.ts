@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, describe, it } from 'node:test';
+import { rootCertificates } from 'node:tls';
+import { Agent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { WebhookSender } from '../../../../src/modules/event-streams/delivery/send.ts';
+import { createCertificateAuthority, issueServerCertificate } from '../../../../src/tls/dev-ca.ts';
+import { startWebhookReceiver } from '../../../helpers/webhook-receiver.ts';
 import { freePort } from '../../../helpers/server-process.ts';
 
 /**
@@ -191,6 +195,27 @@ describe('WebhookSender', () => {
     const outcome = await sender().send({ endpoint: `http://127.0.0.1:${await freePort()}/hook` }, 'evt_1', body);
     assert.equal(outcome.kind, 'retryable');
     assert.match((outcome as { error: string }).error, /^Post "http:\/\/127\.0\.0\.1:\d+\/hook": Error: connect /);
+  });
+
+  it("sends through the process's global dispatcher without a guard (development mode), as the embedded server sets it", async () => {
+    const ca = createCertificateAuthority();
+    const receiver = await startWebhookReceiver({ tls: issueServerCertificate(ca, ['127.0.0.1']) });
+    const before = getGlobalDispatcher();
+    const trusting = new Agent({ connect: { ca: [...rootCertificates, ca.cert] } });
+    try {
+      const endpoint = receiver.url;
+      // Without the CA the receiver's certificate is refused.
+      const untrusted = await sender().send({ endpoint }, 'evt_1', body);
+      assert.equal(untrusted.kind, 'retryable', JSON.stringify(untrusted));
+      // embed/trust.ts replaces the global dispatcher with one trusting the development CA: sends follow it.
+      setGlobalDispatcher(trusting);
+      const trusted = await sender().send({ endpoint }, 'evt_2', body);
+      assert.equal(trusted.kind, 'delivered', JSON.stringify(trusted));
+    } finally {
+      setGlobalDispatcher(before);
+      await trusting.close();
+      await receiver.close();
+    }
   });
 
   it('sends the path and query, never the userinfo or the fragment', async () => {
