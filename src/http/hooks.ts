@@ -239,15 +239,28 @@ function setRateLimitHeaders(
   metrics: Pick<Metrics, 'rateLimited'>,
   bucket: RateLimitBucket,
 ): void {
+  if (!reportRateLimit(reply, state, metrics, bucket)) throw tooManyRequests();
+}
+
+/**
+ * The bucket's state in the rate-limit headers and, when it was empty, `Retry-After` and the refusal
+ * counted: true when the request may go on. Routes that refuse in their own error shape (the token
+ * endpoint) call it themselves.
+ */
+export function reportRateLimit(
+  reply: FastifyReply,
+  state: RateLimitState,
+  metrics: Pick<Metrics, 'rateLimited'>,
+  bucket: RateLimitBucket,
+): boolean {
   // One header at a time: no object of headers built and walked on every request.
   reply.header('x-ratelimit-limit', String(state.limit));
   reply.header('x-ratelimit-remaining', String(state.remaining));
   reply.header('x-ratelimit-reset', String(state.reset));
-  if (!state.allowed) {
-    reply.header('retry-after', String(state.retryAfter));
-    metrics.rateLimited(bucket);
-    throw tooManyRequests();
-  }
+  if (state.allowed) return true;
+  reply.header('retry-after', String(state.retryAfter));
+  metrics.rateLimited(bucket);
+  return false;
 }
 
 function anonymousKey(request: FastifyRequest): string {

@@ -52,6 +52,8 @@ for (const kind of databaseKinds()) {
         TOKEN_FAILURES_PER_CLIENT_PER_MINUTE: '3',
         TOKEN_FAILURES_PER_ADDRESS_PER_MINUTE: '5',
       });
+      // The admin token's grant spent one of the tenant's bucket: refilled (1 a second) before counting.
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
     });
     after(() => server.close());
 
@@ -82,8 +84,7 @@ for (const kind of databaseKinds()) {
       const mine = await from('198.51.100.7', server.adminToken);
       assert.equal(mine.statusCode, 200);
       assert.equal(mine.headers['x-ratelimit-limit'], '20');
-      // The grant of the admin's token spent one, this request the other.
-      assert.equal(mine.headers['x-ratelimit-remaining'], '18');
+      assert.equal(mine.headers['x-ratelimit-remaining'], '19');
     });
 
     it('limits failed client authentication per client and address, and per address, without slowing good grants', async () => {

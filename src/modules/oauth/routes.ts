@@ -3,7 +3,7 @@ import type { Services } from '../../services.ts';
 import { domainOfAudience } from './access-tokens.ts';
 import { ClientAuthenticationLimit } from './client-authentication-limit.ts';
 import { discoveryDocument } from './discovery.ts';
-import { publicRouteKey } from '../../http/hooks.ts';
+import { publicRouteKey, reportRateLimit } from '../../http/hooks.ts';
 import type { RateLimiter } from '../../http/rate-limit.ts';
 import type { Metrics, RateLimitBucket, TokenOutcome } from '../../observability/metrics.ts';
 
@@ -44,10 +44,7 @@ const MAX_CLIENT_ID_LENGTH = 256;
 const field = (body: Record<string, unknown>, name: string): string | undefined =>
   typeof body[name] === 'string' && body[name] !== '' ? (body[name] as string) : undefined;
 
-/**
- * Spends one token of `key`'s bucket, with its state in the rate-limit headers (and `Retry-After`,
- * counted as refused, when it was empty): true when the request may go on.
- */
+/** Spends one token of `key`'s bucket, reported on the reply: true when the request may go on. */
 async function drawOn(
   limiter: RateLimiter,
   key: string,
@@ -55,14 +52,7 @@ async function drawOn(
   bucket: RateLimitBucket,
   metrics: Pick<Metrics, 'rateLimited'>,
 ): Promise<boolean> {
-  const state = await limiter.take(key);
-  reply.header('x-ratelimit-limit', String(state.limit));
-  reply.header('x-ratelimit-remaining', String(state.remaining));
-  reply.header('x-ratelimit-reset', String(state.reset));
-  if (state.allowed) return true;
-  reply.header('retry-after', String(state.retryAfter));
-  metrics.rateLimited(bucket);
-  return false;
+  return reportRateLimit(reply, await limiter.take(key), metrics, bucket);
 }
 
 export async function oauthRoutes(
