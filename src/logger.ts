@@ -27,22 +27,22 @@ export const REDACTED_PATHS = [
 /**
  * The server's stdout, written asynchronously: log lines gather in memory and go out in writes of at
  * least 4 KB (or every 250 ms, for a quiet server), so a busy request path makes one write per dozen
- * lines rather than one per line, and never waits on the disk or a slow reader. pino's own destination
- * (sonic-boom): flushed synchronously when the process exits, by process.exit or an uncaught error,
- * and by `flushLogger` when the services close. What a crash that skips exit handlers (SIGKILL, the
- * OOM killer, a native fault) loses is what was not written yet: at most the last 250 ms of lines,
- * a few KB. `dest`: another descriptor or a file, for the tests. What waits is bounded in bytes (see
+ * lines rather than one per line, and never waits on the disk or a slow reader. Lines are joined into
+ * chunks here (LineChunks) before pino's own destination (sonic-boom) takes them. The chunks are
+ * flushed synchronously when the process exits, by process.exit or an uncaught error, and by
+ * `flushLogger` when the services close. What a crash that skips exit handlers (SIGKILL, the OOM
+ * killer, a native fault) loses is what was not written yet: at most the last 250 ms of lines, a few
+ * KB. `dest`: another descriptor or a file, for the tests. What waits is bounded in bytes (see
  * MAX_BUFFERED_LOG_BYTES).
  */
 export function bufferedStdout(
   dest: number | string = 1,
   options: { maxBytes?: number; onDrop?: (bytes: number) => void } = {},
-): pino.DestinationStream {
+): BufferedDestination {
   const destination = pino.destination({
     dest,
     sync: false,
-    minLength: 4096,
-    periodicFlush: 250,
+    minLength: CHUNK_CHARACTERS,
     // One write takes all that waited, up to 1 MiB: at 16 KB a write (sonic-boom's default), a busy
     // event loop that completes one write per turn falls behind a request path logging 10 MB/s.
     maxWrite: 1024 * 1024,
@@ -50,7 +50,98 @@ export function bufferedStdout(
   });
   const onDrop = options.onDrop ?? dropWarning();
   destination.on('drop', (data: string) => onDrop(Buffer.byteLength(data)));
-  return destination;
+  return new LineChunks(destination);
+}
+
+/** pino's own destination. */
+type SonicBoom = ReturnType<typeof pino.destination>;
+
+/** Lines are handed to sonic-boom joined, once this many characters wait (its minimum write, too). */
+const CHUNK_CHARACTERS = 4096;
+/** How long a line may wait for more before it is written anyway. */
+const FLUSH_EVERY_MS = 250;
+
+/** What bufferedStdout returns: pino's destination stream, and the sonic-boom that writes it (for the tests). */
+export interface BufferedDestination extends pino.DestinationStream {
+  readonly destination: SonicBoom;
+  flush(callback?: (error?: Error) => void): void;
+  flushSync(): void;
+}
+
+/**
+ * Lines joined into chunks before sonic-boom takes them. sonic-boom measures, at every write, the
+ * UTF-8 length of the buffer it appends to (`Buffer.byteLength` of a string grown by `+=`, which V8
+ * first copies flat); while one of its writes is in flight that buffer holds every line since, so a
+ * line cost a copy of all the lines before it: under load about 5 µs a request, growing with the
+ * rate. Here a line costs a push; sonic-boom sees one write per chunk of at least 4 KB.
+ */
+class LineChunks implements BufferedDestination {
+  private lines: string[] = [];
+  private characters = 0;
+  private closed = false;
+
+  constructor(readonly destination: SonicBoom) {
+    const timer = setInterval(() => this.flush(), FLUSH_EVERY_MS);
+    timer.unref();
+    destination.on('close', () => {
+      this.closed = true;
+      clearInterval(timer);
+      unflushed.delete(this);
+    });
+    unflushed.add(this);
+    flushAtExit();
+  }
+
+  write(line: string): void {
+    this.lines.push(line);
+    this.characters += line.length;
+    if (this.characters >= CHUNK_CHARACTERS) this.handOver();
+  }
+
+  /** Hands every waiting line to sonic-boom, then has it write (callback once written). */
+  flush(callback?: (error?: Error) => void): void {
+    this.handOver();
+    if (this.closed) {
+      callback?.();
+      return;
+    }
+    this.destination.flush(callback);
+  }
+
+  flushSync(): void {
+    this.handOver();
+    if (!this.closed) this.destination.flushSync();
+  }
+
+  private handOver(): void {
+    if (this.lines.length === 0 || this.closed) return;
+    const chunk = this.lines.length === 1 ? this.lines[0]! : this.lines.join('');
+    this.lines = [];
+    this.characters = 0;
+    this.destination.write(chunk);
+  }
+}
+
+/** Every LineChunks not closed yet: what the exit handler writes out. */
+const unflushed = new Set<LineChunks>();
+let exitHandled = false;
+
+/**
+ * One exit handler for them all. pino flushes its own destinations at exit; this runs after it (it was
+ * registered later) and hands over the lines it never saw, then writes them synchronously.
+ */
+function flushAtExit(): void {
+  if (exitHandled) return;
+  exitHandled = true;
+  process.on('exit', () => {
+    for (const chunks of unflushed) {
+      try {
+        chunks.flushSync();
+      } catch {
+        // A destination still opening or already broken: nothing more can be written at exit.
+      }
+    }
+  });
 }
 
 /**

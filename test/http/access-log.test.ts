@@ -4,9 +4,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { bufferedStdout, createLogger, flushLogger } from '../../src/logger.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+// The tests may run compiled (test/run.mjs): the logger beside this file, in the same language.
+const LOGGER_MODULE = fileURLToPath(
+  new URL(`../../src/logger.${path.extname(import.meta.url).slice(1)}`, import.meta.url),
+);
 
 describe('the access log', () => {
   let server: TestServer;
@@ -106,6 +113,71 @@ describe("the server's buffered log destination", () => {
     }
   });
 
+  it("writes a quiet server's lines within the flush interval, unasked", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-log-'));
+    try {
+      const file = path.join(dir, 'out.log');
+      const destination = bufferedStdout(file);
+      const logger = createLogger({ logLevel: 'info' }, { stream: destination });
+      logger.info({ i: 0 }, 'line');
+      logger.info({ i: 1 }, 'line');
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(fs.readFileSync(file, 'utf8'), '', 'two lines wait for more');
+      // The flush runs every 250 ms: the lines are written within two of its intervals.
+      await new Promise((r) => setTimeout(r, 600));
+      const written = fs
+        .readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).i);
+      assert.deepEqual(written, [0, 1]);
+      await flushLogger(logger);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('writes the lines that wait when the process exits, by process.exit or an uncaught error', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-log-'));
+    try {
+      for (const [ending, expectedStatus] of [
+        ['process.exit(0)', 0],
+        ["throw new Error('boom')", 1],
+      ] as const) {
+        const file = path.join(dir, `${expectedStatus}.log`);
+        // Short lines and a long one (over a chunk by itself), none flushed: all must reach the file.
+        const script = `
+          import { bufferedStdout, createLogger } from ${JSON.stringify(LOGGER_MODULE)};
+          const logger = createLogger({ logLevel: 'info' }, { stream: bufferedStdout(${JSON.stringify(file)}) });
+          setTimeout(() => {
+            logger.info({ i: 0 }, 'line');
+            logger.info({ i: 1, long: 'x'.repeat(5000) }, 'line');
+            logger.info({ i: 2 }, 'line');
+            ${ending};
+          }, 50);
+        `;
+        let status = 0;
+        try {
+          execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+            cwd: ROOT,
+            stdio: 'ignore',
+          });
+        } catch (error) {
+          status = (error as { status: number }).status;
+        }
+        assert.equal(status, expectedStatus, ending);
+        const written = fs
+          .readFileSync(file, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l).i);
+        assert.deepEqual(written, [0, 1, 2], ending);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('holds at most its byte bound while its reader does not read, dropping the rest and saying how much', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-log-'));
     const fifo = path.join(dir, 'stalled');
@@ -121,13 +193,13 @@ describe("the server's buffered log destination", () => {
       // 4 MB of lines: 16 times what may wait.
       for (let i = 0; i < 4000; i++) logger.info({ i, line }, 'flood');
       await new Promise((r) => setTimeout(r, 300));
-      const waiting = (destination as unknown as { _len: number })._len;
+      const waiting = (destination.destination as unknown as { _len: number })._len;
       assert.ok(waiting <= 256 * 1024, `${waiting} bytes wait`);
       assert.ok(dropped > 3 * 1024 * 1024, `${dropped} bytes dropped`);
     } finally {
       // Read the pipe until what waits is written, then end the destination (it closes the descriptor).
       const sink = Buffer.alloc(64 * 1024);
-      const state = destination as unknown as {
+      const state = destination.destination as unknown as {
         _len: number;
         _writing: boolean;
         once(event: 'close', listener: () => void): void;
