@@ -4,6 +4,7 @@
  */
 import os from 'node:os';
 import type { BenchContext } from './lib.ts';
+import * as accessLog from './access-log.ts';
 import * as apiReference from './api-reference.ts';
 import * as deliveries from './deliveries.ts';
 import * as embedded from './embedded.ts';
@@ -27,6 +28,7 @@ const benchmarks: Record<string, (context: BenchContext) => Promise<void>> = {
   startup: startup.run,
   embedded: embedded.run,
   'api-reference': apiReference.run,
+  'access-log': accessLog.run,
   soak: soak.run,
   growth: growth.run,
 };
