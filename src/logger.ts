@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { Config } from './config.ts';
 import { CENSOR, redactHeaders, redactUrl } from './http/log-redaction.ts';
@@ -37,7 +38,7 @@ export const REDACTED_PATHS = [
  */
 export function bufferedStdout(
   dest: number | string = 1,
-  options: { maxBytes?: number; onDrop?: (bytes: number) => void } = {},
+  options: { maxBytes?: number; onDrop?: (bytes: number, lines: number) => void } = {},
 ): BufferedDestination {
   const destination = pino.destination({
     dest,
@@ -49,17 +50,27 @@ export function bufferedStdout(
     maxLength: options.maxBytes ?? MAX_BUFFERED_LOG_BYTES,
   });
   const onDrop = options.onDrop ?? dropWarning();
-  destination.on('drop', (data: string) => onDrop(Buffer.byteLength(data)));
+  // What is dropped is a chunk of lines, each ending in a newline.
+  destination.on('drop', (data: string) => onDrop(Buffer.byteLength(data), linesIn(data)));
   return new LineChunks(destination);
 }
 
-/** pino's own destination. */
+function linesIn(data: string): number {
+  let lines = 0;
+  for (let at = data.indexOf('\n'); at !== -1; at = data.indexOf('\n', at + 1)) lines++;
+  return lines;
+}
+
+/** pino's own destination, and what of its state it does not declare. */
 type SonicBoom = ReturnType<typeof pino.destination>;
+type SonicBoomState = { readonly destroyed: boolean; readonly fd: number };
 
 /** Lines are handed to sonic-boom joined, once this many characters wait (its minimum write, too). */
 const CHUNK_CHARACTERS = 4096;
 /** How long a line may wait for more before it is written anyway. */
 const FLUSH_EVERY_MS = 250;
+/** At exit, how often a write that would block (a full pipe) is tried again, 10 ms apart, as sonic-boom does. */
+const EXIT_WRITE_TRIES = 100;
 
 /** What bufferedStdout returns: pino's destination stream, and the sonic-boom that writes it (for the tests). */
 export interface BufferedDestination extends pino.DestinationStream {
@@ -73,21 +84,18 @@ export interface BufferedDestination extends pino.DestinationStream {
  * UTF-8 length of the buffer it appends to (`Buffer.byteLength` of a string grown by `+=`, which V8
  * first copies flat); while one of its writes is in flight that buffer holds every line since, so a
  * line cost a copy of all the lines before it: under load about 5 µs a request, growing with the
- * rate. Here a line costs a push; sonic-boom sees one write per chunk of at least 4 KB.
+ * rate. Here a line costs a push; sonic-boom sees one write per chunk of at least 4 KB. Once sonic-boom
+ * is ended, lines are dropped, as nothing can write them.
  */
 class LineChunks implements BufferedDestination {
   private lines: string[] = [];
   private characters = 0;
-  private closed = false;
+  private readonly timer: NodeJS.Timeout;
 
   constructor(readonly destination: SonicBoom) {
-    const timer = setInterval(() => this.flush(), FLUSH_EVERY_MS);
-    timer.unref();
-    destination.on('close', () => {
-      this.closed = true;
-      clearInterval(timer);
-      unflushed.delete(this);
-    });
+    this.timer = setInterval(() => this.flush(), FLUSH_EVERY_MS);
+    this.timer.unref();
+    destination.on('close', () => this.stop());
     unflushed.add(this);
     flushAtExit();
   }
@@ -100,36 +108,71 @@ class LineChunks implements BufferedDestination {
 
   /** Hands every waiting line to sonic-boom, then has it write (callback once written). */
   flush(callback?: (error?: Error) => void): void {
-    this.handOver();
-    if (this.closed) {
+    if (this.ended()) {
       callback?.();
       return;
     }
+    this.handOver();
     this.destination.flush(callback);
   }
 
+  /**
+   * Writes what sonic-boom holds, then the lines waiting here, before it returns (at exit, and after a
+   * fatal line). The lines go to the descriptor directly: handed to sonic-boom, a chunk of 4 KB or more
+   * starts an asynchronous write that its flushSync leaves to the thread pool, which exit does not wait for.
+   */
   flushSync(): void {
-    this.handOver();
-    if (!this.closed) this.destination.flushSync();
+    if (this.ended()) return;
+    this.destination.flushSync();
+    if (this.lines.length === 0) return;
+    const chunk = Buffer.from(this.take());
+    const { fd } = this.destination as unknown as SonicBoomState;
+    for (let written = 0, tries = 0; written < chunk.length;) {
+      try {
+        written += fs.writeSync(fd, chunk, written);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if ((code !== 'EAGAIN' && code !== 'EBUSY') || ++tries > EXIT_WRITE_TRIES) throw error;
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+      }
+    }
   }
 
   private handOver(): void {
-    if (this.lines.length === 0 || this.closed) return;
+    if (this.lines.length === 0 || this.ended()) return;
+    this.destination.write(this.take());
+  }
+
+  private take(): string {
     const chunk = this.lines.length === 1 ? this.lines[0]! : this.lines.join('');
     this.lines = [];
     this.characters = 0;
-    this.destination.write(chunk);
+    return chunk;
+  }
+
+  /**
+   * Whether sonic-boom was ended or destroyed: it says so at once, but emits 'close' only once its
+   * descriptor is closed (or never, should closing fail), and throws at every write or flush meanwhile.
+   */
+  private ended(): boolean {
+    if (!(this.destination as unknown as SonicBoomState).destroyed) return false;
+    this.stop();
+    return true;
+  }
+
+  private stop(): void {
+    clearInterval(this.timer);
+    unflushed.delete(this);
+    this.lines = [];
+    this.characters = 0;
   }
 }
 
-/** Every LineChunks not closed yet: what the exit handler writes out. */
+/** Every LineChunks not ended yet: what the exit handler writes out. */
 const unflushed = new Set<LineChunks>();
 let exitHandled = false;
 
-/**
- * One exit handler for them all. pino flushes its own destinations at exit; this runs after it (it was
- * registered later) and hands over the lines it never saw, then writes them synchronously.
- */
+/** One exit handler for them all: each writes what its sonic-boom holds, then its own lines. */
 function flushAtExit(): void {
   if (exitHandled) return;
   exitHandled = true;
@@ -154,13 +197,13 @@ const MAX_BUFFERED_LOG_BYTES = 16 * 1024 * 1024;
  * Says on stderr, at most every 10 s, how much was dropped: not through the logger, whose output is what
  * is stuck.
  */
-function dropWarning(): (bytes: number) => void {
+function dropWarning(): (bytes: number, lines: number) => void {
   let dropped = 0;
   let lines = 0;
   let timer: NodeJS.Timeout | undefined;
-  return (bytes) => {
+  return (bytes, droppedLines) => {
     dropped += bytes;
-    lines++;
+    lines += droppedLines;
     timer ??= setTimeout(() => {
       process.stderr.write(
         `tenantry: ${lines} log lines (${dropped} bytes) dropped: stdout is not keeping up and ${MAX_BUFFERED_LOG_BYTES} bytes are waiting\n`,
