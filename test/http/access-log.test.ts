@@ -91,23 +91,32 @@ describe('the access log', () => {
   });
 });
 
+/** The `i` of each line in a log file, in the file's order. */
+function writtenIds(file: string): unknown[] {
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l).i);
+}
+
+/** A destination writing to a file of a temporary folder, opened, and a logger on it. */
+async function fileLogger(dir: string) {
+  const file = path.join(dir, 'out.log');
+  const destination = bufferedStdout(file);
+  await new Promise((r) => setTimeout(r, 50));
+  return { file, destination, logger: createLogger({ logLevel: 'info' }, { stream: destination }) };
+}
+
 describe("the server's buffered log destination", () => {
   it('holds short lines until flushed, then writes them all, in order', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-log-'));
     try {
-      const file = path.join(dir, 'out.log');
-      const destination = bufferedStdout(file);
-      await new Promise((r) => setTimeout(r, 50));
-      const logger = createLogger({ logLevel: 'info' }, { stream: destination });
+      const { file, logger } = await fileLogger(dir);
       for (let i = 0; i < 3; i++) logger.info({ i }, 'line');
       assert.equal(fs.readFileSync(file, 'utf8'), '', 'a few lines wait for more');
       await flushLogger(logger);
-      const written = fs
-        .readFileSync(file, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l).i);
-      assert.deepEqual(written, [0, 1, 2]);
+      assert.deepEqual(writtenIds(file), [0, 1, 2]);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -116,21 +125,14 @@ describe("the server's buffered log destination", () => {
   it("writes a quiet server's lines within the flush interval, unasked", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-log-'));
     try {
-      const file = path.join(dir, 'out.log');
-      const destination = bufferedStdout(file);
-      const logger = createLogger({ logLevel: 'info' }, { stream: destination });
+      const { file, logger } = await fileLogger(dir);
       logger.info({ i: 0 }, 'line');
       logger.info({ i: 1 }, 'line');
       await new Promise((r) => setTimeout(r, 50));
       assert.equal(fs.readFileSync(file, 'utf8'), '', 'two lines wait for more');
       // The flush runs every 250 ms: the lines are written within two of its intervals.
       await new Promise((r) => setTimeout(r, 600));
-      const written = fs
-        .readFileSync(file, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l).i);
-      assert.deepEqual(written, [0, 1]);
+      assert.deepEqual(writtenIds(file), [0, 1]);
       await flushLogger(logger);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -140,20 +142,12 @@ describe("the server's buffered log destination", () => {
   it('writes every waiting line, synchronously, right after a fatal one', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-log-'));
     try {
-      const file = path.join(dir, 'out.log');
-      const destination = bufferedStdout(file);
-      await new Promise((r) => setTimeout(r, 50));
-      const logger = createLogger({ logLevel: 'info' }, { stream: destination });
+      const { file, logger } = await fileLogger(dir);
       logger.info({ i: 0 }, 'line');
       logger.info({ i: 1 }, 'line');
       logger.fatal({ i: 2 }, 'the end');
       // No turn of the event loop in between: nothing asynchronous can have written them.
-      const written = fs
-        .readFileSync(file, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l).i);
-      assert.deepEqual(written, [0, 1, 2]);
+      assert.deepEqual(writtenIds(file), [0, 1, 2]);
       await flushLogger(logger);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -163,10 +157,7 @@ describe("the server's buffered log destination", () => {
   it('drops lines quietly once its destination is ended, flushing without throwing', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-log-'));
     try {
-      const file = path.join(dir, 'out.log');
-      const destination = bufferedStdout(file);
-      await new Promise((r) => setTimeout(r, 50));
-      const logger = createLogger({ logLevel: 'info' }, { stream: destination });
+      const { file, destination, logger } = await fileLogger(dir);
       logger.info({ i: 0 }, 'line');
       await flushLogger(logger);
       const closed = new Promise((resolve) => destination.destination.once('close', resolve));
@@ -180,12 +171,7 @@ describe("the server's buffered log destination", () => {
       logger.info({ i: 2 }, 'line');
       await new Promise((r) => setTimeout(r, 300));
       assert.doesNotThrow(() => destination.flush());
-      const written = fs
-        .readFileSync(file, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l).i);
-      assert.deepEqual(written, [0]);
+      assert.deepEqual(writtenIds(file), [0]);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -221,12 +207,7 @@ describe("the server's buffered log destination", () => {
           status = (error as { status: number }).status;
         }
         assert.equal(status, expectedStatus, ending);
-        const written = fs
-          .readFileSync(file, 'utf8')
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => JSON.parse(l).i);
-        assert.deepEqual(written, [0, 1, 2], ending);
+        assert.deepEqual(writtenIds(file), [0, 1, 2], ending);
       }
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
