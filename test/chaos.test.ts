@@ -21,9 +21,12 @@ describe('fault injection', { concurrency: true }, () => {
           assert.ok(row.created > 0, summary(row));
           assert.equal(row.lost, 0, `acknowledged events lost: ${summary(row)}`);
           assert.equal(row.internalErrors, 0, `faults answered 500 instead of naming their cause: ${summary(row)}`);
-          // Hung streams' sends time out after 1 s; a healthy stream never waits for them.
+          // Hung streams' sends time out after 1 s; a healthy stream never waits for them. Without fair
+          // delivery the hung streams held every slot (p99 14 s, docs/reliability.md). The bound leaves room
+          // for a loaded machine: in a full CI run, with the scenarios of both databases side by side, a
+          // healthy p99 reached 2.5 s (against 0.3–0.6 s alone), with every slot fair.
           if (row.healthyP99Ms !== undefined)
-            assert.ok(row.healthyP99Ms < 2_500, `healthy stream held up: ${summary(row)}`);
+            assert.ok(row.healthyP99Ms < 5_000, `healthy stream held up: ${summary(row)}`);
         });
       }
     });
