@@ -5,8 +5,8 @@
  * server's caches and buffers: users-by-email hits and misses, 200 distinct tokens, unknown Host
  * headers of up to 2 KB, and log lines at `info` written to a file. Reported: idle memory before the
  * load, the peak during it, the peak of each 5-minute stretch after a 2-minute warm-up (growth shows as
- * a rising row), and idle memory BENCH_SOAK_IDLE_SECONDS (90 s) after it. Bounded: each 30-second round stops at its time or
- * its request cap, and the whole at its minutes.
+ * a rising row), and idle memory BENCH_SOAK_IDLE_SECONDS (90 s) after it. Bounded: each 30-second round
+ * stops at its time or its request cap, and the whole at its minutes.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
