@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
 import { loadConfig } from '../../src/config.ts';
 import { migrate, openDatabase, type Database } from '../../src/db/database.ts';
 
@@ -96,5 +97,40 @@ describe('SQLite durability', () => {
       () => loadConfig({ SQLITE_SYNCHRONOUS: 'off' }),
       /SQLITE_SYNCHRONOUS must be full or normal, got "off"/,
     );
+  });
+});
+
+describe("SQLite's write-ahead log on disk", () => {
+  it('is cut back to 64 MiB once a reader that let it grow past that has ended', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenantry-test-'));
+    const database = openDatabase({ dataDir, sqliteSynchronous: 'normal' });
+    const file = path.join(dataDir, 'tenantry.sqlite');
+    const walMiB = () => fs.statSync(`${file}-wal`).size / (1024 * 1024);
+    try {
+      const sqlite = database.sqlite!;
+      sqlite.exec('CREATE TABLE filler (bytes BLOB)');
+      const insert = sqlite.prepare('INSERT INTO filler VALUES (randomblob(3000))');
+      // Rows of 3 KB, about a page each.
+      const write = sqlite.transaction((rows: number) => {
+        for (let i = 0; i < rows; i++) insert.run();
+      });
+      // A second connection's read keeps the log from being checkpointed past its snapshot.
+      const reader = new BetterSqlite3(file);
+      try {
+        reader.exec('BEGIN');
+        reader.prepare('SELECT count(*) FROM filler').get();
+        for (let i = 0; i < 24; i++) write(1000);
+        assert.ok(walMiB() > 64, `the log grew behind the reader: ${walMiB().toFixed(1)} MiB`);
+      } finally {
+        reader.close();
+      }
+      // The next commit checkpoints the whole log; the one after starts it over, cut back to the limit.
+      write(1);
+      write(1);
+      assert.ok(walMiB() <= 64, `the log was cut back: ${walMiB().toFixed(1)} MiB`);
+    } finally {
+      await database.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
