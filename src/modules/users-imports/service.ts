@@ -9,7 +9,7 @@ import { newId } from '../../ids.ts';
 import type { Logger } from '../../logger.ts';
 import type { ConnectionService } from '../connections/service.ts';
 import { DuplicateUsers, type UserService } from '../users/service.ts';
-import { OWN_PROVIDER, OWN_PROVIDER_ALIASES } from '../users/user.ts';
+import { IDP_TOKEN_FIELDS, OWN_PROVIDER, OWN_PROVIDER_ALIASES } from '../users/user.ts';
 import {
   FileFormatError,
   MAX_RECORD_DEPTH,
@@ -519,19 +519,39 @@ export function pendingJob(job: {
 }
 
 /**
- * Members of a record that hold credentials: the hash this import takes, and what other providers'
- * exports carry (the original's `custom_password_hash`, MFA enrolments with their TOTP secrets, a
- * plain password), which are refused as unknown members and must not come back in /errors, which a
- * client with read:users alone may read.
+ * Members that hold credentials, wherever they appear in a record: the hash this import takes, what
+ * other providers' exports carry (the original's `custom_password_hash`, MFA enrolments with their TOTP
+ * secrets, a plain password), and identity providers' tokens (`identities[].access_token`, …), which
+ * the API otherwise shows only to read:user_idp_tokens. Records holding them are refused (unknown
+ * members), and must not bring them back in /errors, which a client with read:users alone may read.
  */
-const SECRET_MEMBERS = ['password_hash', 'custom_password_hash', 'password', 'mfa_factors'];
+const SECRET_MEMBERS: ReadonlySet<string> = new Set([
+  'password_hash',
+  'custom_password_hash',
+  'password',
+  'mfa_factors',
+  ...IDP_TOKEN_FIELDS,
+]);
 
 /** What a refused record shows in /errors: the record as given, without the members holding credentials. */
 function withoutSecrets(value: unknown): unknown {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { value };
-  const rest = { ...(value as Record<string, unknown>) };
-  for (const name of SECRET_MEMBERS) delete rest[name];
-  return rest;
+  return withoutSecretMembers(value);
+}
+
+/**
+ * The value with every member named in SECRET_MEMBERS left out, at any depth (a record nests at most 100
+ * levels: deeper ones refuse the file at upload). Copied into objects without a prototype, so that a
+ * member named `__proto__` stays a member.
+ */
+function withoutSecretMembers(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutSecretMembers);
+  if (typeof value !== 'object' || value === null) return value;
+  const kept: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  for (const [name, member] of Object.entries(value)) {
+    if (!SECRET_MEMBERS.has(name)) kept[name] = withoutSecretMembers(member);
+  }
+  return kept;
 }
 
 /** Failures that another try would meet again: the job fails, visibly, instead of looping. */

@@ -353,13 +353,33 @@ for (const kind of databaseKinds()) {
           },
           { email: 'plain@example.com', password: 'SECRET-PASSWORD-3' },
           { email: 'mfa@example.com', mfa_factors: [{ totp: { secret: 'SECRET-TOTP-4' } }] },
+          // Another provider's export: identities with their provider's tokens (refused: identities is unknown).
+          {
+            email: 'social@example.com',
+            identities: [
+              {
+                provider: 'google-oauth2',
+                user_id: '1234',
+                access_token: 'SECRET-IDP-ACCESS-5',
+                refresh_token: 'SECRET-IDP-REFRESH-6',
+                access_token_secret: 'SECRET-IDP-TOKEN-SECRET-7',
+              },
+            ],
+          },
+          // Wherever a credential's member is, and whatever else the record names (`__proto__` stays a member).
+          {
+            email: 'nested@example.com',
+            user_metadata: { legacy: { password: 'SECRET-NESTED-8' } },
+            extra: [{ mfa_factors: ['SECRET-NESTED-9'] }],
+            ['__proto__']: { refresh_token: 'SECRET-PROTO-10', kept: 1 },
+          },
         ]),
         connection_id: connectionId,
       });
       assert.equal(response.statusCode, 201, response.body);
       const id = response.json().id as string;
       const job = (await finished(server, id)) as unknown as { summary: { failed: number } };
-      assert.equal(job.summary.failed, 4);
+      assert.equal(job.summary.failed, 6);
       // GET /jobs/{id}/errors is granted to read:users, which may not read credentials.
       const reader = await server.clientWithScopes(['read:users']);
       const errors = await server.request({ method: 'GET', url: `/api/v2/jobs/${id}/errors`, token: reader.token });
@@ -371,6 +391,13 @@ for (const kind of databaseKinds()) {
           { email: 'custom-hash@example.com' },
           { email: 'plain@example.com' },
           { email: 'mfa@example.com' },
+          { email: 'social@example.com', identities: [{ provider: 'google-oauth2', user_id: '1234' }] },
+          {
+            email: 'nested@example.com',
+            user_metadata: { legacy: {} },
+            extra: [{}],
+            ['__proto__']: { kept: 1 },
+          },
         ],
       );
       assert.doesNotMatch(errors.body, /SECRET/);
