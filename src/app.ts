@@ -24,6 +24,15 @@ import { segmentRoutes } from './modules/segments/routes.ts';
 import { userRoutes } from './modules/users/routes.ts';
 import { usersImportRoutes } from './modules/users-imports/routes.ts';
 import { snapshotRoutes } from './snapshots/routes.ts';
+
+/** A JSON escape of a UTF-16 surrogate, paired or not. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+/**
+ * A surrogate without its pair (with the `u` flag a pair is one code point). Text columns hold UTF-8,
+ * where one became U+FFFD: a stream's name or a template answered as sent and read back changed.
+ * Refused in every body, keys too, so what is stored is what was sent.
+ */
+const LONE_SURROGATE = /\p{Cs}/u;
 import type { Services } from './services.ts';
 
 /** Each area's routes, registered in this order. */
@@ -94,12 +103,20 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     if (body === '') return done(null, undefined);
+    const text = body as string;
+    // Only an escape in the JSON text can make a lone surrogate (UTF-8 cannot encode one): the members
+    // are looked at only when the text has a surrogate's escape (a pair's, or a lone one's).
+    const mayHoldSurrogate = SURROGATE_ESCAPE.test(text);
+    let lone = false;
     try {
       // Prototype keys are dropped so a body can never reach an object's prototype.
-      done(
-        null,
-        JSON.parse(body as string, (key, value) => (key === '__proto__' ? undefined : value)),
-      );
+      const parsed: unknown = JSON.parse(text, (key, value: unknown) => {
+        if (key === '__proto__') return undefined;
+        if (mayHoldSurrogate && (LONE_SURROGATE.test(key) || (typeof value === 'string' && LONE_SURROGATE.test(value))))
+          lone = true;
+        return value;
+      });
+      done(lone ? badRequest.loneSurrogate() : null, lone ? undefined : parsed);
     } catch {
       done(badRequest.malformedJson(), undefined);
     }

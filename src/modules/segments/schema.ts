@@ -1,5 +1,4 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { registerFormat } from '../../http/validation.ts';
 
 /** The eleven sign-in attributes a segment can test, in the spec's order. */
 export const CRITERIA_KEYS = [
@@ -23,24 +22,16 @@ export const MAX_RULES = 100;
 /** The original's pattern: no NUL, no leading or trailing whitespace. `.` stops at line breaks, so an inner newline is refused. */
 const TEXT_PATTERN = '^(?!.*\\x00)\\S(.*\\S)?$';
 
-/**
- * Names and descriptions are stored as UTF-8 text, where a lone surrogate (valid in JSON, and `\S`
- * to the pattern) would silently become U+FFFD; refused so that what is stored is what was sent.
- */
-registerFormat('well-formed-text', (value: string) => !/\p{Cs}/u.test(value));
-
 const Name = Type.String({
   minLength: 3,
   maxLength: 255,
   pattern: TEXT_PATTERN,
-  format: 'well-formed-text',
   description: 'Name of the segment',
 });
 const Description = Type.String({
   minLength: 3,
   maxLength: 1024,
   pattern: TEXT_PATTERN,
-  format: 'well-formed-text',
   description: 'Description of the segment',
 });
 

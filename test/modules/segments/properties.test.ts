@@ -76,20 +76,6 @@ const breakages: Array<[string, (body: Body) => void, string]> = [
     'on property name',
   ],
   [
-    'name with a lone surrogate',
-    (b) => {
-      b.name = 'ab\ud800c';
-    },
-    "format well-formed-text: ab\ud800c' on property name",
-  ],
-  [
-    'description with a lone surrogate',
-    (b) => {
-      b.description = '\udc00abc';
-    },
-    'on property description',
-  ],
-  [
     'name not a string',
     (b) => {
       b.name = 42;
