@@ -46,9 +46,25 @@ Commands:
   help                                        Show this help
 `;
 
+/** The exit status of a command whose output's reader went away: a process ended by SIGPIPE (128 + 13). */
+export const READER_GONE_STATUS = 141;
+
+/**
+ * What a command does when its output cannot be written. A reader that went away (`tenantry tenants
+ * list | head -1`) ends the command quietly with SIGPIPE's status, as any command line tool; without this
+ * handler Node threw the write's EPIPE as an unhandled 'error' event, with its stack. Any other failure
+ * is said on stderr. The server (`serve`) logs through its own destination and is left out.
+ */
+function onOutputError(error: NodeJS.ErrnoException): void {
+  if (error.code === 'EPIPE') process.exit(READER_GONE_STATUS);
+  process.stderr.write(`tenantry: the output could not be written: ${error.message}\n`);
+  process.exit(1);
+}
+
 /** The `tenantry` command line: one entry, one subcommand per task. */
 export async function main(argv: string[]): Promise<void> {
   const [command = 'serve', ...args] = argv;
+  if (command !== 'serve') process.stdout.on('error', onOutputError);
   try {
     switch (command) {
       case 'serve':

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { READER_GONE_STATUS } from '../../src/cli/main.ts';
 import { loadConfig } from '../../src/config.ts';
 import { ALL_SCOPES } from '../../src/modules/oauth/scopes.ts';
 import { createServices, type Services } from '../../src/services.ts';
@@ -64,6 +65,14 @@ describe('tenantry command line', { concurrency: true }, () =>
           /already exists/,
         );
         assert.match(await fails('tenants', 'create', '--id', 'Not Valid', '--domain', 'x.example.com'), /--id/);
+      });
+
+      it('ends quietly, with the status of SIGPIPE, when the reader of its output went away', async () => {
+        for (const args of [['tenants', 'list'], ['help']]) {
+          const run = await runCli(env, args, { readerGone: true });
+          // Before, an unhandled 'error' event (write EPIPE) and its stack, status 1.
+          assert.deepEqual([run.code, run.stderr], [READER_GONE_STATUS, ''], args.join(' '));
+        }
       });
 
       it('creates a client with chosen scopes and issues a token carrying exactly them', async () => {

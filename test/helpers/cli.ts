@@ -12,11 +12,18 @@ export interface CliRun {
 
 /**
  * Runs `bin/tenantry.mjs ...args` as a child process, from the project root, with exactly `env` (not
- * this process's environment, so the test states every setting the command sees).
+ * this process's environment, so the test states every setting the command sees). With
+ * `readerGone`, the read end of its output is closed at once, before the command can write, as
+ * `| head -1` closes it after a line.
  */
-export function runCli(env: Record<string, string>, args: string[]): Promise<CliRun> {
+export function runCli(
+  env: Record<string, string>,
+  args: string[],
+  options: { readerGone?: boolean } = {},
+): Promise<CliRun> {
   return new Promise<CliRun>((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(root, 'bin/tenantry.mjs'), ...args], { cwd: root, env });
+    if (options.readerGone) child.stdout.destroy();
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
