@@ -1,6 +1,7 @@
 import Fastify, { type FastifyHttpsOptions, type FastifyInstance } from 'fastify';
 import type { SecureContextOptions } from 'node:tls';
 import { badRequest } from './http/errors.ts';
+import { loneSurrogateIn } from './lone-surrogates.ts';
 import { registerApiReference } from './http/api-reference.ts';
 import { registerConsole } from './http/console.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
@@ -24,15 +25,6 @@ import { segmentRoutes } from './modules/segments/routes.ts';
 import { userRoutes } from './modules/users/routes.ts';
 import { usersImportRoutes } from './modules/users-imports/routes.ts';
 import { snapshotRoutes } from './snapshots/routes.ts';
-
-/** A JSON escape of a UTF-16 surrogate, paired or not. */
-const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
-/**
- * A surrogate without its pair (with the `u` flag a pair is one code point). Text columns hold UTF-8,
- * where one became U+FFFD: a stream's name or a template answered as sent and read back changed.
- * Refused in every body, keys too, so what is stored is what was sent.
- */
-const LONE_SURROGATE = /\p{Cs}/u;
 import type { Services } from './services.ts';
 
 /** Each area's routes, registered in this order. */
@@ -104,22 +96,15 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     if (body === '') return done(null, undefined);
     const text = body as string;
-    // Only an escape in the JSON text can make a lone surrogate (UTF-8 cannot encode one): the members
-    // are looked at only when the text has a surrogate's escape (a pair's, or a lone one's).
-    const mayHoldSurrogate = SURROGATE_ESCAPE.test(text);
-    let lone = false;
+    let parsed: unknown;
     try {
       // Prototype keys are dropped so a body can never reach an object's prototype.
-      const parsed: unknown = JSON.parse(text, (key, value: unknown) => {
-        if (key === '__proto__') return undefined;
-        if (mayHoldSurrogate && (LONE_SURROGATE.test(key) || (typeof value === 'string' && LONE_SURROGATE.test(value))))
-          lone = true;
-        return value;
-      });
-      done(lone ? badRequest.loneSurrogate() : null, lone ? undefined : parsed);
+      parsed = JSON.parse(text, (key, value: unknown) => (key === '__proto__' ? undefined : value));
     } catch {
-      done(badRequest.malformedJson(), undefined);
+      return done(badRequest.malformedJson(), undefined);
     }
+    if (loneSurrogateIn(text, parsed) !== undefined) return done(badRequest.loneSurrogate(), undefined);
+    done(null, parsed);
   });
   registerFormBodySupport(app);
   registerErrorHandling(app, config.bodyLimitBytes);

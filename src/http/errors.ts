@@ -5,6 +5,7 @@ import {
   queryValidationMessage,
   tooManyPropertiesMessage,
 } from './validation/messages.ts';
+import { LONE_SURROGATE_MESSAGE } from '../lone-surrogates.ts';
 import type { DatabaseUnavailable } from '../db/unavailable.ts';
 
 /**
@@ -84,13 +85,8 @@ export const badRequest = {
   query: (message: string) => new ApiError(400, message, 'invalid_query_string'),
   uri: (message: string) => new ApiError(400, message, 'invalid_uri'),
   malformedJson: () => new ApiError(400, 'Invalid request payload JSON format', 'invalid_body'),
-  /** A `\uD800`–`\uDFFF` escape without its pair: no UTF-8 text can hold it (see app.ts). */
-  loneSurrogate: () =>
-    new ApiError(
-      400,
-      'Invalid request payload: a string holds a lone UTF-16 surrogate (an escape from \\ud800 to \\udfff without its pair), which is not text',
-      'invalid_body',
-    ),
+  /** A string or member name holding half of a surrogate pair (see lone-surrogates.ts). */
+  loneSurrogate: () => new ApiError(400, `Invalid request payload: ${LONE_SURROGATE_MESSAGE}`, 'invalid_body'),
   authorizationHeader: () => new ApiError(400, 'Bad HTTP authentication header format', 'invalid_header'),
   headers: (message: string) => new ApiError(400, message, 'invalid_headers'),
   /** RFC 9112 §3.2: two Host headers, or an absolute target naming another host than Host. */

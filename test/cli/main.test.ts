@@ -216,6 +216,15 @@ describe('tenantry command line', { concurrency: true }, () =>
         assert.match(await fails('users', 'import', '--tenant', 'acme', '--file', unknownMember), /record 1: /);
         assert.deepEqual(JSON.parse(await services.users.findByEmailJson('acme', 'a@example.com', readAll)), []);
 
+        // Half of a surrogate pair, as JSON.stringify escapes it: no text column can hold it.
+        const lone = path.join(database.dataDir, 'lone.ndjson');
+        fs.writeFileSync(lone, JSON.stringify({ email: 'lone@example.com', user_id: 'id\ud800' }));
+        assert.match(
+          await fails('users', 'import', '--tenant', 'acme', '--file', lone),
+          /lone\.ndjson line 1: user_id: a string holds a lone UTF-16 surrogate/,
+        );
+        assert.deepEqual(JSON.parse(await services.users.findByEmailJson('acme', 'lone@example.com', readAll)), []);
+
         const duplicate = path.join(database.dataDir, 'duplicate.ndjson');
         fs.writeFileSync(
           duplicate,

@@ -4,7 +4,8 @@ import type { ValidateFunction } from 'ajv';
 import type { Database } from '../../db/database.ts';
 import { now, transaction } from '../../db/database.ts';
 import { payloadTooLarge, usersImportErrors } from '../../http/errors.ts';
-import { validationFailure, validatorCompiler } from '../../http/validation.ts';
+import { renderPath, validationFailure, validatorCompiler } from '../../http/validation.ts';
+import { LONE_SURROGATE_MESSAGE, loneSurrogateIn } from '../../lone-surrogates.ts';
 import { newId } from '../../ids.ts';
 import type { Logger } from '../../logger.ts';
 import type { ConnectionService } from '../connections/service.ts';
@@ -416,6 +417,7 @@ export class UsersImportService {
     recordValidator ??= validatorCompiler({ schema: ImportedUserRecord, httpPart: 'body' });
     const valid: Array<{ record: FileRecord; user: ImportedUserRecord }> = [];
     const schemaRefusals: Array<{ record: FileRecord; value: unknown; errors: UsersImportFailure['errors'] }> = [];
+    let surrogateAt: string | undefined;
     for (const record of batch) {
       const value = JSON.parse(record.text) as unknown;
       if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -426,6 +428,12 @@ export class UsersImportService {
         });
       } else if (!recordValidator(value)) {
         schemaRefusals.push({ record, value, errors: [validationFailure(recordValidator.errors ?? [])] });
+      } else if ((surrogateAt = loneSurrogateIn(record.text, value)) !== undefined) {
+        schemaRefusals.push({
+          record,
+          value,
+          errors: [{ code: 'INVALID_FORMAT', message: LONE_SURROGATE_MESSAGE, path: renderPath(surrogateAt) }],
+        });
       } else {
         valid.push({ record, user: value as ImportedUserRecord });
       }

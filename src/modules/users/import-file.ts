@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import { Type } from '@sinclair/typebox';
 import type { ValidateFunction } from 'ajv';
-import { validationError, validatorCompiler } from '../../http/validation.ts';
+import { renderPath, validationError, validatorCompiler } from '../../http/validation.ts';
 import { FileFormatError, RecordSplitter, type FileRecord } from '../users-imports/records.ts';
+import { LONE_SURROGATE_MESSAGE, loneSurrogateIn } from '../../lone-surrogates.ts';
 import type { ImportedUser } from './imported-user.ts';
 import { IdentitySchema, profileMembers } from './user.ts';
 
@@ -69,6 +70,11 @@ export async function* readImportFile(file: string): AsyncGenerator<Iterable<Imp
         throw new ImportError(`${where(record)}: not valid JSON: ${(error as Error).message}`);
       }
       const user = validRecord(value, () => where(record));
+      const surrogateAt = loneSurrogateIn(record.text, user);
+      if (surrogateAt !== undefined)
+        throw new ImportError(
+          `${where(record)}: ${renderPath(surrogateAt) || 'the record'}: ${LONE_SURROGATE_MESSAGE}`,
+        );
       yield { position: record.position, user, fraction: size > 0 ? read / size : 1 };
     }
   }

@@ -403,6 +403,42 @@ for (const kind of databaseKinds()) {
       assert.doesNotMatch(errors.body, /SECRET/);
     });
 
+    it('refuses alone a record holding half of a surrogate pair, naming where', async () => {
+      // JSON.stringify writes a lone surrogate as its escape, as another exporter might.
+      const response = await upload(server, {
+        users: file([
+          { email: 'lone-id@example.com', user_id: 'id\ud800' },
+          { email: 'kept-beside-lone@example.com', given_name: 'Pair \ud83d\ude00' },
+          { email: 'lone-key@example.com', user_metadata: { deep: [{ ['k\udc00']: 1 }] } },
+        ]),
+        connection_id: connectionId,
+      });
+      assert.equal(response.statusCode, 201, response.body);
+      const id = response.json().id as string;
+      const job = (await finished(server, id)) as unknown as { status: string; summary: unknown };
+      assert.equal(job.status, 'completed');
+      assert.deepEqual(job.summary, { failed: 2, updated: 0, inserted: 1, total: 3 });
+      const errors = (await server.request({ method: 'GET', url: `/api/v2/jobs/${id}/errors` })).json() as Array<{
+        user: { email: string };
+        errors: Array<{ code: string; path: string }>;
+      }>;
+      assert.deepEqual(
+        errors.map((e) => [e.user.email, e.errors[0]!.code, e.errors[0]!.path]),
+        [
+          ['lone-id@example.com', 'INVALID_FORMAT', 'user_id'],
+          ['lone-key@example.com', 'INVALID_FORMAT', 'user_metadata.deep[0].k\udc00'],
+        ],
+      );
+      // Stored as sent: a whole pair is text.
+      const kept = await server.request({
+        method: 'GET',
+        url: '/api/v2/users-by-email?email=kept-beside-lone@example.com',
+      });
+      assert.equal(kept.json()[0].given_name, 'Pair \ud83d\ude00');
+      const lone = await server.request({ method: 'GET', url: '/api/v2/users-by-email?email=lone-id@example.com' });
+      assert.deepEqual(lone.json(), []);
+    });
+
     it('refuses a NUL in a member, and refuses alone a record holding one', async () => {
       const nul = await upload(server, {
         users: file([{ email: 'x@example.com' }]),
