@@ -5,6 +5,7 @@ import { serve } from '../serve.ts';
 import { applySeed } from '../seed/apply.ts';
 import { findSeedFile, readSeedFile } from '../seed/load.ts';
 import { exportSeed, seedYaml } from '../seed/export.ts';
+import { writeFileReplacing } from '../write-file.ts';
 import { parseFlags, print, UsageError, withServices } from './args.ts';
 
 /** `tenantry serve [--seed FILE]`: a seed named, or tenantry.seed.yaml/.yml/.json found in the working directory. */
@@ -87,8 +88,9 @@ export async function seedCommand([sub, ...args]: string[]): Promise<void> {
         seedYaml(await exportSeed(services, tenantId, { withSecrets }), { withSecrets }),
       );
       const file = flags.string('file');
-      // Password hashes and webhook secrets are secrets: a file holding them is the owner's only.
-      if (file !== undefined) fs.writeFileSync(path.resolve(file), text, { mode: withSecrets ? 0o600 : 0o644 });
+      // Password hashes and webhook secrets are secrets: a file holding them is the owner's only, also
+      // when it replaces a file that was not (see writeFileReplacing).
+      if (file !== undefined) writeFileReplacing(path.resolve(file), text, withSecrets ? 0o600 : 0o644);
       else process.stdout.write(text);
       return;
     }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { idPattern } from '../ids.ts';
+import { writeFileReplacing } from '../write-file.ts';
 
 /**
  * The development mailbox: without SMTP_URL, every email is written to DATA_DIR/mailbox as
@@ -18,18 +19,11 @@ export interface MailboxEntry {
 
 export const mailboxDir = (dataDir: string): string => path.join(dataDir, 'mailbox');
 
-/** Written through a temporary file and a rename, so a reader never sees half a file. */
-function writeAtomically(file: string, content: string | Buffer): void {
-  const temporary = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(temporary, content, { mode: 0o600 });
-  fs.renameSync(temporary, file);
-}
-
 export function writeMailboxEntry(dir: string, entry: MailboxEntry, raw: Buffer): void {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeAtomically(path.join(dir, `${entry.id}.eml`), raw);
+  writeFileReplacing(path.join(dir, `${entry.id}.eml`), raw, 0o600);
   // The summary last: an entry is listed only once its message is complete.
-  writeAtomically(path.join(dir, `${entry.id}.json`), `${JSON.stringify(entry, null, 2)}\n`);
+  writeFileReplacing(path.join(dir, `${entry.id}.json`), `${JSON.stringify(entry, null, 2)}\n`, 0o600);
 }
 
 /** Every entry, oldest first. */

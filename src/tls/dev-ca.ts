@@ -6,6 +6,7 @@ import path from 'node:path';
 import type Forge from 'node-forge';
 import { lazyModule } from '../lazy-module.ts';
 import { certificateAuthorityFiles } from './dev-ca-files.ts';
+import { writeFileReplacing } from '../write-file.ts';
 
 /** Loaded by the first certificate made: only development TLS needs it. */
 const forge = lazyModule<typeof Forge>('node-forge');
@@ -203,21 +204,6 @@ export function loadCertificateAuthority(dir: string): PemPair | undefined {
   return loadCertificateAuthorityFiles(certFile, keyFile);
 }
 
-// Written via a temp file so the final path never exists with a looser mode (umask-derived)
-// or with partial contents, and chmod'ed explicitly because `mode` is ignored when the
-// file already exists and is masked by the umask when it does not.
-function writeFileWithMode(file: string, contents: string, mode: number): void {
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  try {
-    fs.writeFileSync(tmp, contents, { mode, flag: 'wx' });
-    fs.chmodSync(tmp, mode);
-    fs.renameSync(tmp, file);
-  } catch (err) {
-    fs.rmSync(tmp, { force: true });
-    throw err;
-  }
-}
-
 function isExpired(certPem: string): boolean {
   return new Date(new X509Certificate(certPem).validTo).getTime() <= Date.now();
 }
@@ -240,12 +226,12 @@ export function writeDevelopmentCertificates(
   let ca = loadCertificateAuthority(dir);
   if (ca === undefined || isExpired(ca.cert)) {
     ca = createCertificateAuthority();
-    writeFileWithMode(files.caKeyFile, ca.key, 0o600);
-    writeFileWithMode(files.caCertFile, ca.cert, 0o644);
+    writeFileReplacing(files.caKeyFile, ca.key, 0o600);
+    writeFileReplacing(files.caCertFile, ca.cert, 0o644);
   }
 
   const leaf = issueServerCertificate(ca, hostnames);
-  writeFileWithMode(files.keyFile, leaf.key, 0o600);
-  writeFileWithMode(files.certFile, leaf.cert, 0o644);
+  writeFileReplacing(files.keyFile, leaf.key, 0o600);
+  writeFileReplacing(files.certFile, leaf.cert, 0o644);
   return files;
 }

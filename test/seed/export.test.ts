@@ -194,6 +194,37 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
     }
   });
 
+  it('makes an existing file owner-only when it writes secrets into it, and replaces a link found there rather than write through it', async () => {
+    // An earlier export without secrets left a file anyone may read.
+    const file = path.join(dir, 'again.yaml');
+    fs.writeFileSync(file, 'earlier\n', { mode: 0o644 });
+    fs.chmodSync(file, 0o644);
+    let run = await runCli(env, ['seed', 'export', '--tenant', 'default', '--with-secrets', '--file', file]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+    assert.match(fs.readFileSync(file, 'utf8'), /the-real-webhook-token/);
+    // A link at the path: the link is replaced by the file; what it pointed at is left as it was.
+    const elsewhere = path.join(dir, 'elsewhere.yaml');
+    fs.writeFileSync(elsewhere, 'untouched\n', { mode: 0o644 });
+    fs.chmodSync(elsewhere, 0o644);
+    const link = path.join(dir, 'link.yaml');
+    fs.symlinkSync(elsewhere, link);
+    run = await runCli(env, ['seed', 'export', '--tenant', 'default', '--with-secrets', '--file', link]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(fs.lstatSync(link).isSymbolicLink(), false);
+    assert.equal(fs.statSync(link).mode & 0o777, 0o600);
+    assert.equal(fs.readFileSync(elsewhere, 'utf8'), 'untouched\n');
+    // Without secrets, the same path becomes an ordinary file again; no temporary file is left beside it.
+    run = await runCli(env, ['seed', 'export', '--tenant', 'default', '--file', file]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(fs.statSync(file).mode & 0o777, 0o644);
+    assert.doesNotMatch(fs.readFileSync(file, 'utf8'), /the-real-webhook-token/);
+    assert.deepEqual(
+      fs.readdirSync(dir).filter((name) => name.endsWith('.tmp')),
+      [],
+    );
+  });
+
   it("writes another domain on the server's port with {port}, and any other domain as it is", async () => {
     const acme = await runCli(env, ['seed', 'export', '--tenant', 'acme']);
     assert.equal(acme.code, 0, acme.stderr);
