@@ -69,6 +69,9 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
           https: {
             ...options.https,
             ...timeouts,
+            // A connection that has not finished its handshake is let go as one that sent no whole request
+            // (see stalled-responses.ts); Node's own limit is 120 s, a slow client's way to hold sockets.
+            handshakeTimeout: config.responseStallTimeoutMs,
             SNICallback: services.customDomainCertificates.sniCallback,
           } as FastifyHttpsOptions<never>['https'],
         }

@@ -155,6 +155,24 @@ for (const [name, start] of setups) {
       assert.ok(Date.now() - started > STALL_MS, 'the read took longer than the timeout');
     });
 
+    it('closes a connection that sends nothing, over TLS before its handshake too, once the timeout runs out', async () => {
+      // A bare TCP connection on either transport: over HTTPS it never begins its TLS handshake, which
+      // Node otherwise waits 120 s for (its handshakeTimeout), and a ClientHello a byte at a time as long.
+      const client = net.connect(port, '127.0.0.1');
+      await new Promise((resolve, reject) => client.once('error', reject).once('connect', resolve));
+      const opened = Date.now();
+      let closed = 0;
+      client.on('error', () => undefined);
+      client.once('close', () => (closed = Date.now()));
+      if (name.includes('HTTPS')) client.write(Buffer.from([0x16])); // the first byte of a ClientHello
+      await waitUntil(
+        async () => closed > 0,
+        STALL_MS * 4,
+        () => 'the silent connection to be closed',
+      );
+      assert.ok(closed - opened >= STALL_MS * 0.9, `closed after ${closed - opened} ms, before the timeout`);
+    });
+
     it("still closes a kept-alive connection once keep-alive's timeout runs out after its response", async () => {
       const keepAliveTimeout = server.app.server.keepAliveTimeout;
       // Shorter than the stall timeout, as Fastify's 72 s default is longer than the 30 s one.
