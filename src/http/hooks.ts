@@ -139,7 +139,14 @@ async function decide(
     throw notFound.tenant(request.headers.host);
   }
   if (found.cnameApiKeyHash !== undefined && !servedOverOwnTls(request, found)) {
-    checkCnameApiKey(found.domain, found.cnameApiKeyHash, request.headers[CNAME_API_KEY_HEADER]);
+    try {
+      checkCnameApiKey(found.domain, found.cnameApiKeyHash, request.headers[CNAME_API_KEY_HEADER]);
+    } catch (error) {
+      // A request without the domain's key is anonymous traffic: it draws on its address's bucket, so
+      // keys cannot be tried, nor the check's work asked for, without limit.
+      await limit(request, reply, pipeline.anonymousRateLimiter, anonymousKey(request), 'anonymous', metrics);
+      throw error;
+    }
   }
   request.tenantHost = found;
   request.tenant = found.tenant;

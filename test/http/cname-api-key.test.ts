@@ -29,7 +29,17 @@ for (const kind of databaseKinds()) {
       dns = await startDnsServer();
       const logStream = new PassThrough();
       logStream.on('data', (chunk: Buffer) => (logs += chunk.toString()));
-      server = await startTestServer(kind, { DNS_SERVERS: dns.address, LOG_LEVEL: 'info' }, { logStream });
+      server = await startTestServer(
+        kind,
+        // A small bucket for anonymous traffic: refused keys draw on it (the last test floods it).
+        {
+          DNS_SERVERS: dns.address,
+          LOG_LEVEL: 'info',
+          ANONYMOUS_RATE_LIMIT_SIZE: '30',
+          ANONYMOUS_RATE_LIMIT_PER_SECOND: '1',
+        },
+        { logStream },
+      );
       // A second tenant, so that no host falls back to the only tenant.
       await server.addTenant('other-tenant', 'other.test');
       for (const [domain, type] of [
@@ -153,6 +163,23 @@ for (const kind of databaseKinds()) {
       assert.ok(logs.includes('"cname-api-key":"[redacted]"'), 'requests with the header were logged, redacted');
       for (const key of Object.values(keys)) assert.equal(logs.includes(key), false);
       assert.equal(logs.includes(keys[SELF_A]!.slice(0, 32)), false);
+    });
+
+    it("limits refused keys as anonymous traffic, by the caller's address, and lets the key's holder through", async () => {
+      const wrong = keys[SELF_A]!.replace(/.$/, (c) => (c === '0' ? '1' : '0'));
+      const statuses: number[] = [];
+      for (let i = 0; i < 40; i++) {
+        const response = await list(SELF_A, undefined, i % 2 === 0 ? wrong : undefined);
+        statuses.push(response.statusCode);
+        if (response.statusCode === 429) assert.ok(Number(response.headers['retry-after']) >= 1);
+      }
+      // Before, every one was a 403 and drew on no bucket: keys could be tried without limit.
+      assert.ok(statuses.includes(429), `no 429 in ${statuses.join(' ')}`);
+      assert.deepEqual([...new Set(statuses)].sort(), [403, 429]);
+      // The proxy holding the key is not anonymous: its token's tenant bucket serves it.
+      const granted = await grant(SELF_A, keys[SELF_A]);
+      assert.equal(granted.statusCode, 200, granted.body);
+      assert.equal((await list(SELF_A, granted.json().access_token as string, keys[SELF_A])).statusCode, 200);
     });
   });
 }
