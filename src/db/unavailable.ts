@@ -51,6 +51,10 @@ const POSTGRES_STATES: Record<string, Condition> = {
   '25006': READ_ONLY, // read_only_sql_transaction: a standby, or a primary demoted by a failover
   '58030': IO_ERROR, // io_error
   '53300': BUSY, // too_many_connections
+  // A transaction chosen to end a deadlock, or one that could not be serialized: the same request again
+  // finds the other transaction done.
+  '40P01': BUSY, // deadlock_detected
+  '40001': BUSY, // serialization_failure
   '57P01': CONNECTION_LOST, // admin_shutdown: pg_terminate_backend, a fast shutdown
   '57P02': CONNECTION_LOST, // crash_shutdown
   '57P03': CONNECTION_LOST, // cannot_connect_now: starting up, shutting down, in recovery

@@ -36,6 +36,8 @@ describe('database conditions named', () => {
       [coded('ECONNRESET'), 'database_unavailable'],
       [coded('53100'), 'insufficient_storage'],
       [coded('25006'), 'database_read_only'],
+      [coded('40P01'), 'database_busy'],
+      [coded('40001'), 'database_busy'],
       [coded('23505'), undefined],
       [coded('42P01'), undefined],
       [new Error('Connection terminated unexpectedly'), 'database_unavailable'],

@@ -216,9 +216,14 @@ export class CustomDomainService {
 
   async delete(tenantId: string, id: string): Promise<void> {
     await this.store.transaction(async (trx) => {
-      // The defaults row is locked first, so a concurrent "set default" cannot slip in between check and delete.
-      const defaultId = await this.store.defaultId(tenantId, trx, true);
+      // The domain's row is locked first, as making a domain the default locks it (DefaultDomain.set,
+      // apply through update) before it writes the defaults row: the two wait for each other in one
+      // order. Taking the defaults row first deadlocked against them; and where the canonical domain was
+      // the default there was no defaults row to lock, so a "set default" of this domain committed
+      // between the check and the delete, and the default was deleted. Once this lock is held, the
+      // defaults row read next (locked, at the latest commit) says whether this domain is the default.
       await this.store.get(tenantId, id, trx, true);
+      const defaultId = await this.store.defaultId(tenantId, trx, true);
       if (defaultId === id) throw customDomainError.deletingDefault();
       await this.store.delete(trx, tenantId, id);
     });
