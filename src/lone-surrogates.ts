@@ -14,13 +14,19 @@ const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 const LONE_SURROGATE = /\p{Cs}/u;
 
 /**
- * Where the value JSON.parse made of `text` holds a lone surrogate, in a string or a member name: the
- * JSON pointer of the first one found (`/identities/0/user_id`, '' for the value itself, as Ajv's
- * instancePath), or undefined when it holds none. Only text with a surrogate's escape is walked, with
- * a stack of its own, so any depth JSON.parse took is walked.
+ * Where the value JSON.parse made of `text` holds a lone surrogate (see loneSurrogatePath). Only text
+ * with a surrogate's escape is walked: no other JSON text can make one.
  */
 export function loneSurrogateIn(text: string, value: unknown): string | undefined {
-  if (!SURROGATE_ESCAPE.test(text)) return undefined;
+  return SURROGATE_ESCAPE.test(text) ? loneSurrogatePath(value) : undefined;
+}
+
+/**
+ * Where `value` holds a lone surrogate, in a string or a member name: the JSON pointer of the first one
+ * found (`/identities/0/user_id`, '' for the value itself, as Ajv's instancePath), or undefined when it
+ * holds none. The walk keeps a stack of its own, so any depth is walked.
+ */
+export function loneSurrogatePath(value: unknown): string | undefined {
   const stack: Array<[unknown, string]> = [[value, '']];
   while (stack.length > 0) {
     const [next, path] = stack.pop()!;

@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { ErrorObject } from 'ajv';
 import type YAMLModule from 'yaml';
 import { lazyModule } from '../lazy-module.ts';
-import { validatorCompiler } from '../http/validation.ts';
+import { renderPath, validatorCompiler } from '../http/validation.ts';
+import { LONE_SURROGATE_MESSAGE, loneSurrogatePath } from '../lone-surrogates.ts';
 import { signingSecretProblem } from '../modules/event-streams/signing-secret-rotation.ts';
 import { Seed } from './schema.ts';
 
@@ -61,6 +62,9 @@ export function validSeed(seed: unknown, where = 'seed', options: { placeholders
   }
   const validate = validatorCompiler({ schema: Seed });
   if (!validate(seed)) throw new SeedError(`${where}: ${describe(validate.errors?.[0])}`);
+  // As in every API body: a lone surrogate would be stored as U+FFFD (see lone-surrogates.ts).
+  const surrogateAt = loneSurrogatePath(seed);
+  if (surrogateAt !== undefined) throw new SeedError(`${where}: ${renderPath(surrogateAt)}: ${LONE_SURROGATE_MESSAGE}`);
   const valid = seed as Seed;
   const ids = new Set<string>();
   let hostless = 0;

@@ -349,6 +349,24 @@ describe('invalid seeds fail at start, naming the bad member', () => {
         /tenants\[0\]\.clients\[0\]: .*additional.*\(secret\)/,
       );
       await assert.rejects(createTenantry({ seed: { tenants: [] } }), /tenants: must NOT have fewer than 1 items/);
+      // Half of a surrogate pair, which a text column would store as U+FFFD: in an object or a YAML file
+      // (its escapes \ud800 and \U0000DC00 both make one).
+      const lone = structuredClone(seed);
+      lone.tenants[0]!.segments![0]!.name = 'Eu\ud800rope';
+      await assert.rejects(
+        createTenantry({ seed: lone }),
+        /tenants\[0\]\.segments\[0\]\.name: a string holds a lone UTF-16 surrogate/,
+      );
+      const yamlFile = path.join(tmp, 'lone.yaml');
+      fs.writeFileSync(
+        yamlFile,
+        'tenants:\n  - id: default\n    segments:\n      - name: "Eu\\U0000DC00rope"\n        rules: [{ match: { country: ["FR"] } }]\n',
+      );
+      await assert.rejects(
+        createTenantry({ seed: yamlFile }),
+        /lone\.yaml: tenants\[0\]\.segments\[0\]\.name: a string holds a lone UTF-16 surrogate/,
+      );
+      fs.rmSync(yamlFile);
       await assert.rejects(
         createTenantry({ seed: { tenants: [{ id: 'one' }, { id: 'one', domain: 'b.test' }] } }),
         /tenants\[1\]\.id: "one" is declared twice/,
