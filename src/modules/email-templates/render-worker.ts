@@ -37,9 +37,21 @@ function isAddress(value: string): boolean {
 /** Parsing a long rendered `from` costs time too, so it is done here, under the limit. */
 class NotAnAddress extends Error {}
 
+/**
+ * The most each part may render to, in UTF-16 code units. liquidjs's memory limit does not count output:
+ * a loop repeating a 99 KB piece of the body rendered 297 MB within the time limit, built as a chain of
+ * references to the same text (so the thread's heap held it), which the main thread then copied, sealed,
+ * stored and wrote to the mailbox, holding up every request for seconds. Checked here, before the output
+ * leaves the thread (a chain's length costs nothing to read). A body is HTML for one email (mail
+ * clients clip past about 100 KB); a subject and a from are one header line each.
+ */
+const MAX_RENDERED: Readonly<Record<TemplatePart, number>> = { body: 1_000_000, subject: 2_000, from: 2_000 };
+
 async function renderPart(part: TemplatePart, source: string, variables: RenderJob['variables']): Promise<string> {
   const liquid = part === 'body' ? html : text;
   const rendered = await liquid.render(liquid.parse(source), variables);
+  if (rendered.length > MAX_RENDERED[part])
+    throw new Error(`renders to ${rendered.length} characters, more than the limit of ${MAX_RENDERED[part]}`);
   if (part === 'from' && !isAddress(rendered))
     throw new NotAnAddress(`from renders to "${rendered}", which is not an email address`);
   return part === 'body' ? rendered : rendered.replace(/[\r\n]+/g, ' ').trim();

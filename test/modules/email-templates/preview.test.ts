@@ -217,6 +217,31 @@ for (const kind of databaseKinds()) {
       assert.equal((await preview({})).statusCode, 200);
     });
 
+    it('refuses a template that renders past its size limit, however little source makes it, with a clear 400', async () => {
+      const piece = 'x'.repeat(99_000);
+      for (const [member, source, limit] of [
+        // 99 KB of source, 3 MB of output (3,000 turns made 297 MB, which came back whole and held up the
+        // server); within this test's time limit.
+        ['body', `{% for i in (1..30) %}${piece}{% endfor %}`, 1_000_000],
+        ['body', `{% for i in (1..120) %}{% for j in (1..120) %}${'x'.repeat(80)}{% endfor %}{% endfor %}`, 1_000_000],
+        ['subject', '{% for i in (1..100) %}xxxxxxxxxxxxxxxxxxxxxxxxx{% endfor %}', 2_000],
+      ] as const) {
+        const response = await preview({ [member]: source });
+        assert.equal(response.statusCode, 400, response.body.slice(0, 200));
+        assert.equal(response.json().errorCode, 'invalid_body');
+        assert.match(
+          response.json().message,
+          new RegExp(
+            `^Invalid Liquid template in ${member}: renders to \\d+ characters, more than the limit of ${limit}$`,
+          ),
+        );
+      }
+      // Up to the limit, it renders: a body of 999,000 characters.
+      const largest = await preview({ body: `{% for i in (1..999) %}${'y'.repeat(1000)}{% endfor %}` });
+      assert.equal(largest.statusCode, 200);
+      assert.equal((largest.json() as { body: string }).body.length, 999_000);
+    });
+
     it('refuses Liquid that does not parse, a from that is no address, unknown members and templates', async () => {
       assert.deepEqual(
         (await preview({ body: '{% if %}' })).json().message.split(':')[0],
