@@ -131,6 +131,9 @@ export function applyProfileChanges(stored: User, changes: Profile): User {
       user[key] = value;
     }
   }
+  // A new address has not been verified, whatever the old one was, unless the change says it is: as the
+  // original, which sets email_verified to false when the email changes without it.
+  if (changes.email_verified === undefined && user.email !== stored.email) user.email_verified = false;
   return user;
 }
 

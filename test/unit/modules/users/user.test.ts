@@ -128,4 +128,16 @@ describe('applyProfileChanges', () => {
     );
     assert.equal(applyProfileChanges(stored([google]), { email: 'New@Example.COM' }).email, 'New@Example.COM');
   });
+
+  it('marks a changed email unverified unless the change says otherwise', () => {
+    const verified = { ...stored(), email_verified: true };
+    assert.equal(applyProfileChanges(verified, { email: 'other@example.com' }).email_verified, false);
+    assert.equal(
+      applyProfileChanges(verified, { email: 'other@example.com', email_verified: true }).email_verified,
+      true,
+    );
+    // The same address (in another case, which is kept lower-cased) is no change.
+    assert.equal(applyProfileChanges(verified, { email: 'A@Example.com' }).email_verified, true);
+    assert.equal(applyProfileChanges(verified, { given_name: 'Ann' }).email_verified, true);
+  });
 });
