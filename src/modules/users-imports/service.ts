@@ -541,9 +541,13 @@ const SECRET_MEMBERS: ReadonlySet<string> = new Set([
   ...IDP_TOKEN_FIELDS,
 ]);
 
-/** What a refused record shows in /errors: the record as given, without the members holding credentials. */
+/**
+ * What a refused record shows in /errors: the record as given, without the members holding credentials.
+ * A record that is not an object (an array of users, say) is shown as `{ value }`, stripped the same way.
+ */
 function withoutSecrets(value: unknown): unknown {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { value };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { value: withoutSecretMembers(value) };
   return withoutSecretMembers(value);
 }
 

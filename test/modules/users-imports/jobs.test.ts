@@ -373,13 +373,21 @@ for (const kind of databaseKinds()) {
             extra: [{ mfa_factors: ['SECRET-NESTED-9'] }],
             ['__proto__']: { refresh_token: 'SECRET-PROTO-10', kept: 1 },
           },
+          // Not a user but an array of them: refused as a whole, and shown without credentials all the same.
+          [
+            {
+              email: 'in-array@example.com',
+              password_hash: 'SECRET-ARRAY-11',
+              identities: [{ access_token: 'SECRET-ARRAY-12' }],
+            },
+          ],
         ]),
         connection_id: connectionId,
       });
       assert.equal(response.statusCode, 201, response.body);
       const id = response.json().id as string;
       const job = (await finished(server, id)) as unknown as { summary: { failed: number } };
-      assert.equal(job.summary.failed, 6);
+      assert.equal(job.summary.failed, 7);
       // GET /jobs/{id}/errors is granted to read:users, which may not read credentials.
       const reader = await server.clientWithScopes(['read:users']);
       const errors = await server.request({ method: 'GET', url: `/api/v2/jobs/${id}/errors`, token: reader.token });
@@ -398,6 +406,7 @@ for (const kind of databaseKinds()) {
             extra: [{}],
             ['__proto__']: { kept: 1 },
           },
+          { value: [{ email: 'in-array@example.com', identities: [{}] }] },
         ],
       );
       assert.doesNotMatch(errors.body, /SECRET/);
