@@ -42,7 +42,9 @@ export class DefaultDomain {
    * default, false gives the default back to the canonical domain. Yields the default's id afterwards.
    */
   async apply(trx: Tx, current: CustomDomainRow, isDefault: boolean | undefined): Promise<string | undefined> {
-    const defaultId = await this.store.defaultId(current.tenant_id, trx);
+    // Read locked, after `current`'s row (the caller's lock), as every writer of the defaults row does:
+    // read without it, another node's "set default" committed meanwhile was undone by the clear below.
+    const defaultId = await this.store.defaultId(current.tenant_id, trx, true);
     if (isDefault === true && defaultId !== current.id) {
       if (current.status !== 'ready') throw customDomainError.mustBeVerified();
       await this.store.setDefault(trx, current.tenant_id, current.id, now());

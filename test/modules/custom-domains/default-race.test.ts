@@ -12,7 +12,9 @@ import { waitUntil } from '../../helpers/webhook-receiver.ts';
  * row written. The delete must wait for it and then refuse (409: the default cannot be deleted). It
  * used to lock the defaults row first: with the canonical domain as the default there was none to lock,
  * so the delete went through and left the default naming a deleted domain; with another domain as the
- * default, the two deadlocked and one answered 500.
+ * default, the two deadlocked and one answered 500. And a PATCH giving the default back (`is_default:
+ * false`) while another node makes another domain the default: it read the defaults row unlocked and
+ * cleared the other node's new default.
  */
 describe(
   'custom domains: a delete racing "set default" (PostgreSQL)',
@@ -94,5 +96,35 @@ describe(
         assert.equal((await server.request({ url: `/api/v2/custom-domains/${id}` })).statusCode, 200);
       });
     }
+
+    it("keeps another node's new default when a PATCH gives the default back meanwhile", async () => {
+      const first = await readyDomain('first.race.test');
+      const second = await readyDomain('second.race.test');
+      const set = await server.request({
+        method: 'PATCH',
+        url: `/api/v2/custom-domains/${first}`,
+        payload: { is_default: true },
+      });
+      assert.equal(set.statusCode, 200, set.body);
+      // Another node makes the second domain the default, and is between its writes and its commit.
+      const setting = await beginSetDefault(second);
+      await setting.query(`UPDATE custom_domain_defaults SET custom_domain_id = $1 WHERE tenant_id = $2`, [
+        second,
+        server.tenant.id,
+      ]);
+      const giving = server.request({
+        method: 'PATCH',
+        url: `/api/v2/custom-domains/${first}`,
+        payload: { is_default: false },
+      });
+      await waitUntil(someoneWaits, 5000, () => 'the PATCH to wait for the defaults row');
+      await setting.query('COMMIT');
+      setting.release();
+      const given = await giving;
+      assert.equal(given.statusCode, 200, given.body);
+      // The first domain was no longer the default once the other node committed: nothing to give back.
+      assert.equal(given.json().is_default, false);
+      assert.equal(await defaultDomain(), 'second.race.test');
+    });
   },
 );
