@@ -88,13 +88,30 @@ export async function seedCommand([sub, ...args]: string[]): Promise<void> {
         seedYaml(await exportSeed(services, tenantId, { withSecrets }), { withSecrets }),
       );
       const file = flags.string('file');
-      // Password hashes and webhook secrets are secrets: a file holding them is the owner's only, also
-      // when it replaces a file that was not (see writeFileReplacing).
-      if (file !== undefined) writeFileReplacing(path.resolve(file), text, withSecrets ? 0o600 : 0o644);
+      if (file !== undefined) writeExport(path.resolve(file), text, withSecrets);
       else process.stdout.write(text);
       return;
     }
     default:
       throw new UsageError('seed: expected "init" or "export" (see: tenantry help)');
   }
+}
+
+/**
+ * Writes an export to `file`. Without secrets, as any file is written: the umask applies, and a link, a
+ * pipe (`--file >(…)`) or /dev/stdout is written through. With them (password hashes, webhook and
+ * CAPTCHA secrets), a regular file, or none, becomes a new file of mode 0600 renamed over the path (over
+ * a link's target, when the path is a link), so that no file of a looser mode found there ever holds them
+ * (see writeFileReplacing); a pipe or a device keeps nothing, and is written through.
+ */
+function writeExport(file: string, text: string, withSecrets: boolean): void {
+  if (!withSecrets) return fs.writeFileSync(file, text, { mode: 0o644 });
+  let found: fs.Stats | undefined;
+  try {
+    found = fs.statSync(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  if (found && !found.isFile()) return fs.writeFileSync(file, text);
+  writeFileReplacing(found ? fs.realpathSync(file) : file, text, 0o600);
 }

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -194,7 +195,7 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
     }
   });
 
-  it('makes an existing file owner-only when it writes secrets into it, and replaces a link found there rather than write through it', async () => {
+  it('makes an existing file owner-only when it writes secrets into it, through a link to it too, and writes a pipe through', async () => {
     // An earlier export without secrets left a file anyone may read.
     const file = path.join(dir, 'again.yaml');
     fs.writeFileSync(file, 'earlier\n', { mode: 0o644 });
@@ -203,21 +204,34 @@ describe('tenantry seed export: a tenant as a seed, secrets only when asked', ()
     assert.equal(run.code, 0, run.stderr);
     assert.equal(fs.statSync(file).mode & 0o777, 0o600);
     assert.match(fs.readFileSync(file, 'utf8'), /the-real-webhook-token/);
-    // A link at the path: the link is replaced by the file; what it pointed at is left as it was.
-    const elsewhere = path.join(dir, 'elsewhere.yaml');
-    fs.writeFileSync(elsewhere, 'untouched\n', { mode: 0o644 });
-    fs.chmodSync(elsewhere, 0o644);
+    // A link at the path: the file it points to is replaced by an owner-only one; the link stays.
+    const target = path.join(dir, 'target.yaml');
+    fs.writeFileSync(target, 'earlier\n', { mode: 0o644 });
+    fs.chmodSync(target, 0o644);
     const link = path.join(dir, 'link.yaml');
-    fs.symlinkSync(elsewhere, link);
+    fs.symlinkSync(target, link);
     run = await runCli(env, ['seed', 'export', '--tenant', 'default', '--with-secrets', '--file', link]);
     assert.equal(run.code, 0, run.stderr);
-    assert.equal(fs.lstatSync(link).isSymbolicLink(), false);
-    assert.equal(fs.statSync(link).mode & 0o777, 0o600);
-    assert.equal(fs.readFileSync(elsewhere, 'utf8'), 'untouched\n');
-    // Without secrets, the same path becomes an ordinary file again; no temporary file is left beside it.
+    assert.equal(fs.lstatSync(link).isSymbolicLink(), true);
+    assert.equal(fs.statSync(target).mode & 0o777, 0o600);
+    assert.match(fs.readFileSync(target, 'utf8'), /the-real-webhook-token/);
+    // A pipe (as `--file >(gpg …)` gives) is written through, and stays a pipe.
+    const fifo = path.join(dir, 'export.fifo');
+    assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+    const read = new Promise<string>((resolve, reject) => {
+      let text = '';
+      fs.createReadStream(fifo, 'utf8')
+        .on('data', (chunk) => (text += chunk))
+        .on('end', () => resolve(text))
+        .on('error', reject);
+    });
+    run = await runCli(env, ['seed', 'export', '--tenant', 'default', '--with-secrets', '--file', fifo]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(await read, /the-real-webhook-token/);
+    assert.equal(fs.statSync(fifo).isFIFO(), true);
+    // Without secrets, the file is written as any other: no temporary file is left beside any of them.
     run = await runCli(env, ['seed', 'export', '--tenant', 'default', '--file', file]);
     assert.equal(run.code, 0, run.stderr);
-    assert.equal(fs.statSync(file).mode & 0o777, 0o644);
     assert.doesNotMatch(fs.readFileSync(file, 'utf8'), /the-real-webhook-token/);
     assert.deepEqual(
       fs.readdirSync(dir).filter((name) => name.endsWith('.tmp')),
