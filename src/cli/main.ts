@@ -64,7 +64,12 @@ function onOutputError(error: NodeJS.ErrnoException): void {
 /** The `tenantry` command line: one entry, one subcommand per task. */
 export async function main(argv: string[]): Promise<void> {
   const [command = 'serve', ...args] = argv;
-  if (command !== 'serve') process.stdout.on('error', onOutputError);
+  if (command !== 'serve') {
+    process.stdout.on('error', onOutputError);
+    // What goes to stderr (errors, an import's progress) is for a reader that may be gone: its loss
+    // must not end a command whose work goes on, nor change its exit status.
+    process.stderr.on('error', () => undefined);
+  }
   try {
     switch (command) {
       case 'serve':

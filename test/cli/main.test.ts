@@ -73,6 +73,12 @@ describe('tenantry command line', { concurrency: true }, () =>
           // Before, an unhandled 'error' event (write EPIPE) and its stack, status 1.
           assert.deepEqual([run.code, run.stderr], [READER_GONE_STATUS, ''], args.join(' '));
         }
+        // Without a reader of its stderr, a command ends as it would have: a usage error is still status 2
+        // (before, the write's EPIPE ended it with 1), and a command that works still works.
+        assert.equal((await runCli(env, ['nonsense'], { errorReaderGone: true })).code, 2);
+        const listed = await runCli(env, ['tenants', 'list'], { errorReaderGone: true });
+        assert.equal(listed.code, 0);
+        assert.match(listed.stdout, /^acme\t/m);
       });
 
       it('creates a client with chosen scopes and issues a token carrying exactly them', async () => {

@@ -14,16 +14,17 @@ export interface CliRun {
  * Runs `bin/tenantry.mjs ...args` as a child process, from the project root, with exactly `env` (not
  * this process's environment, so the test states every setting the command sees). With
  * `readerGone`, the read end of its output is closed at once, before the command can write, as
- * `| head -1` closes it after a line.
+ * `| head -1` closes it after a line; with `errorReaderGone`, that of its stderr.
  */
 export function runCli(
   env: Record<string, string>,
   args: string[],
-  options: { readerGone?: boolean } = {},
+  options: { readerGone?: boolean; errorReaderGone?: boolean } = {},
 ): Promise<CliRun> {
   return new Promise<CliRun>((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(root, 'bin/tenantry.mjs'), ...args], { cwd: root, env });
     if (options.readerGone) child.stdout.destroy();
+    if (options.errorReaderGone) child.stderr.destroy();
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
