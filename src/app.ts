@@ -1,7 +1,7 @@
 import Fastify, { type FastifyHttpsOptions, type FastifyInstance } from 'fastify';
 import type { SecureContextOptions } from 'node:tls';
 import { badRequest } from './http/errors.ts';
-import { loneSurrogateIn } from './lone-surrogates.ts';
+import { hasLoneSurrogate, mayHoldLoneSurrogate } from './lone-surrogates.ts';
 import { registerApiReference } from './http/api-reference.ts';
 import { registerConsole } from './http/console.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
@@ -99,14 +99,21 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     if (body === '') return done(null, undefined);
     const text = body as string;
+    // Checked as it is parsed, and only in text with a surrogate's escape (see lone-surrogates.ts).
+    const checking = mayHoldLoneSurrogate(text);
+    let lone = false;
     let parsed: unknown;
     try {
       // Prototype keys are dropped so a body can never reach an object's prototype.
-      parsed = JSON.parse(text, (key, value: unknown) => (key === '__proto__' ? undefined : value));
+      parsed = JSON.parse(text, (key, value: unknown) => {
+        if (key === '__proto__') return undefined;
+        if (checking && (hasLoneSurrogate(key) || (typeof value === 'string' && hasLoneSurrogate(value)))) lone = true;
+        return value;
+      });
     } catch {
       return done(badRequest.malformedJson(), undefined);
     }
-    if (loneSurrogateIn(text, parsed) !== undefined) return done(badRequest.loneSurrogate(), undefined);
+    if (lone) return done(badRequest.loneSurrogate(), undefined);
     done(null, parsed);
   });
   registerFormBodySupport(app);
