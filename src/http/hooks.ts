@@ -142,8 +142,10 @@ async function decide(
     try {
       checkCnameApiKey(found.domain, found.cnameApiKeyHash, request.headers[CNAME_API_KEY_HEADER]);
     } catch (error) {
-      // A request without the domain's key is anonymous traffic: it draws on its address's bucket, so
-      // keys cannot be tried, nor the check's work asked for, without limit.
+      // A request refused for the domain's key is anonymous traffic: it draws on its address's bucket,
+      // so a flood of them is answered 429 as any anonymous flood is. Drawn after the check, so that the
+      // proxy holding the key spends nothing: a guesser whose bucket ran out still learns a right key
+      // from a 200, but the key (512 random bits) is not there to be guessed.
       await limit(request, reply, pipeline.anonymousRateLimiter, anonymousKey(request), 'anonymous', metrics);
       throw error;
     }
