@@ -41,6 +41,9 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
 /** Generated client ids have 32 characters; chosen ones (BOOTSTRAP_CLIENT_ID) are never this long. */
 const MAX_CLIENT_ID_LENGTH = 256;
 
+/** The parameters of a client-credentials request. */
+const TOKEN_PARAMETERS = ['grant_type', 'client_id', 'client_secret', 'audience', 'scope'] as const;
+
 const field = (body: Record<string, unknown>, name: string): string | undefined =>
   typeof body[name] === 'string' && body[name] !== '' ? (body[name] as string) : undefined;
 
@@ -112,6 +115,16 @@ export async function oauthRoutes(
           ? refuse(outcome, reply, status, error, description)
           : refuse('too_many_requests', reply, 429, 'too_many_requests', 'Global limit has been reached');
       const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
+      // RFC 6749 §3.2: a parameter sent twice (a form's `scope=a&scope=b`, a JSON array) is refused. Read
+      // as absent instead, a repeated `scope` asked for no narrowing and got the client's whole grant.
+      const repeated = TOKEN_PARAMETERS.find((name) => body[name] !== undefined && typeof body[name] !== 'string');
+      if (repeated !== undefined)
+        return refuseEarly(
+          'invalid_request',
+          400,
+          'invalid_request',
+          `Invalid parameter: ${repeated} must be given once, as a string`,
+        );
       const grantType = field(body, 'grant_type');
       if (!grantType)
         return refuseEarly('invalid_request', 400, 'invalid_request', 'Missing required parameter: grant_type');

@@ -196,6 +196,36 @@ for (const kind of databaseKinds()) {
         assert.equal(response.statusCode, status, JSON.stringify(payload));
         assert.deepEqual(response.json(), body);
       }
+      // A parameter given twice (a form's repeated key, a JSON array) or not as a string: refused, not
+      // read as absent (a repeated scope gave the client's whole grant).
+      const form = (extra: string) =>
+        token(
+          `${new URLSearchParams({ grant_type: 'client_credentials', client_id: ADMIN_ID, client_secret: ADMIN_SECRET, audience })}&${extra}`,
+          { 'content-type': 'application/x-www-form-urlencoded' },
+        );
+      for (const response of [
+        await form('scope=read:users&scope=read:email_templates'),
+        await form(`audience=${encodeURIComponent(audience)}`),
+        await token({
+          grant_type: 'client_credentials',
+          client_id: ADMIN_ID,
+          client_secret: ADMIN_SECRET,
+          audience,
+          scope: ['read:users'],
+        }),
+        await token({ grant_type: 'client_credentials', client_id: [ADMIN_ID], client_secret: ADMIN_SECRET, audience }),
+      ]) {
+        assert.equal(response.statusCode, 400, response.body);
+        assert.equal(response.json().error, 'invalid_request');
+        assert.match(
+          response.json().error_description,
+          /^Invalid parameter: (scope|audience|client_id) must be given once, as a string$/,
+        );
+      }
+      // One scope, once: narrowed as asked.
+      const narrowed = await form('scope=read:users');
+      assert.equal(narrowed.statusCode, 200, narrowed.body);
+      assert.equal(narrowed.json().scope, 'read:users');
     });
 
     it('stores client secrets only as hashes', async () => {
