@@ -7,7 +7,8 @@ import type { SecretBox } from '../../secret-box.ts';
 import type { ConnectionService } from '../connections/service.ts';
 import { batchUsers, importBatchOf, type ImportBatch } from './import-batch.ts';
 import { importRow, type ImportedUser, type ImportRow } from './imported-user.ts';
-import { hashPassword, isTooWeak } from './password.ts';
+import { isTooWeak } from './password.ts';
+import { PasswordHashing } from './password-hashing.ts';
 import { UserStore, type StoredUser, type UserRecord } from './store.ts';
 import {
   applyProfileChanges,
@@ -80,6 +81,7 @@ export interface ImportBatchResult {
  */
 export class UserService {
   private readonly store: UserStore;
+  private readonly hashing = new PasswordHashing();
 
   constructor(
     private readonly database: Database,
@@ -121,7 +123,7 @@ export class UserService {
       userId,
       at,
     );
-    const passwordHash = await hashPassword(password);
+    const passwordHash = await this.hashing.hashFor(tenantId, password);
     const writeEmail = await verificationEmail?.(user);
     await transaction(this.database, async (trx) => {
       const record: UserRecord = {
