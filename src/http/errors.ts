@@ -239,6 +239,13 @@ export const segmentErrors = {
   nameTaken: () => conflict('A segment with this name already exists.', 'segment_name_conflict'),
   /** Segments the service provides ('svc') are read-only, as the original's are. */
   readOnly: () => new ApiError(403, 'Segment cannot be modified.'),
+  tooManyPatterns: (count: number, max: number) =>
+    badRequest.body(
+      payloadValidationMessage(
+        `Too many patterns (${count}): at most ${max} in all of a segment's contains, starts_with and ends_with`,
+        'rules',
+      ),
+    ),
 };
 
 // ---- Email templates (src/modules/email-templates) ----

@@ -4,7 +4,15 @@ import { decodeCursor } from '../../http/cursor.ts';
 import { segmentErrors } from '../../http/errors.ts';
 import { idPattern, newId } from '../../ids.ts';
 import { evaluateSegment, type Evaluation } from './evaluate.ts';
-import type { CreateSegmentBody, SegmentType, SignInContext, UpdateSegmentBody } from './schema.ts';
+import {
+  MAX_PATTERNS,
+  patternCount,
+  type CreateSegmentBody,
+  type Rule,
+  type SegmentType,
+  type SignInContext,
+  type UpdateSegmentBody,
+} from './schema.ts';
 import { pageOf, toSegment, updatedRecord, type Segment, type SegmentPage } from './segment.ts';
 import { SegmentStore, type SegmentRecord } from './store.ts';
 
@@ -20,6 +28,7 @@ export class SegmentService {
   }
 
   async create(tenantId: string, input: CreateSegmentBody): Promise<Segment> {
+    checkPatterns(input.rules);
     const at = now();
     const record: SegmentRecord = {
       tenant_id: tenantId,
@@ -50,6 +59,7 @@ export class SegmentService {
   }
 
   async update(tenantId: string, id: string, input: UpdateSegmentBody): Promise<Segment> {
+    if (input.rules !== undefined) checkPatterns(input.rules);
     const outcome = await this.store.update(tenantId, id, (current) => updatedRecord(current, input));
     if (outcome.kind === 'absent') throw segmentErrors.notFound();
     if (outcome.kind === 'name_taken') throw segmentErrors.nameTaken();
@@ -65,4 +75,10 @@ export class SegmentService {
     const segment = await this.get(tenantId, id);
     return evaluateSegment(segment.rules, context);
   }
+}
+
+/** Refuses rules holding more than MAX_PATTERNS patterns, before anything is stored. */
+function checkPatterns(rules: readonly Rule[]): void {
+  const count = patternCount(rules);
+  if (count > MAX_PATTERNS) throw segmentErrors.tooManyPatterns(count, MAX_PATTERNS);
 }

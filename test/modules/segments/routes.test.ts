@@ -193,6 +193,41 @@ for (const kind of databaseKinds()) {
       assert.equal(await count(), before);
     });
 
+    it("refuses more than 1,000 patterns in all of a segment's contains, starts_with and ends_with, storing nothing", async () => {
+      const patterns = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+      // 1,000 across two rules and three forms, with a long list of whole values beside them (not counted).
+      const fits = [
+        { match: { user_agent: { contains: patterns(600, 'c') }, country: patterns(2000, 'v') } },
+        {
+          match: { browser: { starts_with: patterns(300, 's') } },
+          not_match: { platform: { ends_with: patterns(100, 'e') } },
+        },
+      ];
+      const created = await create({ name: 'Many patterns', rules: fits });
+      assert.equal(created.statusCode, 201, created.body.slice(0, 200));
+      const before = await count();
+      const over = [...fits, { match: { user_agent: { contains: ['one more'] } } }];
+      const refused = await create({ name: 'Too many patterns', rules: over });
+      assert.deepEqual(refused.json(), {
+        statusCode: 400,
+        error: 'Bad Request',
+        message:
+          "Payload validation error: 'Too many patterns (1001): at most 1000 in all of a segment's contains, starts_with and ends_with' on property rules.",
+        errorCode: 'invalid_body',
+      });
+      // A flood of one-character patterns (200,000 held the event loop 1.2 s an evaluation).
+      const flood = await create({
+        name: 'Flood',
+        rules: [{ match: { user_agent: { contains: Array(200_000).fill('b') } } }],
+      });
+      assert.equal(flood.statusCode, 400);
+      const patched = await patch(created.json().id, { rules: over });
+      assert.equal(patched.statusCode, 400);
+      assert.match(patched.json().message, /Too many patterns \(1001\)/);
+      assert.equal(await count(), before);
+      assert.deepEqual((await read(created.json().id)).json().rules, fits);
+    });
+
     it('answers 409 for a name taken, on create and on rename, including concurrent creates', async () => {
       const rules = [{ match: { country: ['FR'] } }];
       assert.equal((await create({ name: 'Taken', rules })).statusCode, 201);
