@@ -54,53 +54,87 @@ export async function startServerProcess(
     cwd?: string;
   } = {},
 ): Promise<ServerProcess> {
-  const port = await freePort();
-  const child: ChildProcessByStdio<null, Readable, Readable | null> = spawn(
-    process.execPath,
-    [path.resolve('bin/tenantry.mjs'), 'serve', ...(options.args ?? [])],
-    {
-      cwd: options.cwd,
-      env: {
-        ...process.env,
-        PORT: String(port),
-        DATA_DIR: database.dataDir,
-        DATABASE_URL: database.databaseUrl ?? '',
-        TENANT_DOMAIN: 'process.test',
-        BOOTSTRAP_CLIENT_ID: PROCESS_CLIENT_ID,
-        BOOTSTRAP_CLIENT_SECRET: PROCESS_CLIENT_SECRET,
-        ENCRYPTION_KEY: PROCESS_ENCRYPTION_KEY,
-        LOG_LEVEL: options.logs === 'warnings' ? 'warn' : 'silent',
-        ...env,
+  // freePort's port is free when chosen, but another test file running beside this one may take it
+  // before the server listens (EADDRINUSE): the server is then started again on another port.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const started = await launch(port);
+    if (started.ready) return started.ready;
+    if (!/EADDRINUSE/.test(started.stderr) || attempt === 3) throw started.error;
+  }
+
+  async function launch(
+    port: number,
+  ): Promise<
+    | { ready: ServerProcess; stderr?: undefined; error?: undefined }
+    | { ready?: undefined; stderr: string; error: Error }
+  > {
+    const child: ChildProcessByStdio<null, Readable, Readable> = spawn(
+      process.execPath,
+      [path.resolve('bin/tenantry.mjs'), 'serve', ...(options.args ?? [])],
+      {
+        cwd: options.cwd,
+        env: {
+          ...process.env,
+          PORT: String(port),
+          DATA_DIR: database.dataDir,
+          DATABASE_URL: database.databaseUrl ?? '',
+          TENANT_DOMAIN: 'process.test',
+          BOOTSTRAP_CLIENT_ID: PROCESS_CLIENT_ID,
+          BOOTSTRAP_CLIENT_SECRET: PROCESS_CLIENT_SECRET,
+          ENCRYPTION_KEY: PROCESS_ENCRYPTION_KEY,
+          LOG_LEVEL: options.logs === 'warnings' ? 'warn' : 'silent',
+          ...env,
+        },
+        // Always piped, so that a port taken meanwhile can be told apart; passed on unless collected.
+        stdio: ['ignore', 'pipe', 'pipe'],
       },
-      stdio: ['ignore', 'pipe', options.stderr === 'collect' ? 'pipe' : 'inherit'],
-    },
-  ) as ChildProcessByStdio<null, Readable, Readable | null>;
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await new Promise<void>((resolve, reject) => {
-    let output = '';
-    // A process that is not ready in time is killed, so no caller is left with a child it cannot end.
-    const timer =
-      options.readyWithinMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            child.kill('SIGKILL');
-            reject(new Error(`server not ready within ${options.readyWithinMs} ms`));
-          }, options.readyWithinMs);
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (!output.includes('Tenantry serves')) return;
-      clearTimeout(timer);
-      resolve();
+    ) as ChildProcessByStdio<null, Readable, Readable>;
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      if (options.stderr !== 'collect') process.stderr.write(chunk);
     });
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited (${code}) before it was ready`));
-    });
-  });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let output = '';
+        // A process that is not ready in time is killed, so no caller is left with a child it cannot end.
+        const timer =
+          options.readyWithinMs === undefined
+            ? undefined
+            : setTimeout(() => {
+                child.kill('SIGKILL');
+                reject(new Error(`server not ready within ${options.readyWithinMs} ms`));
+              }, options.readyWithinMs);
+        child.stdout.on('data', (chunk: Buffer) => {
+          output += chunk.toString();
+          if (!output.includes('Tenantry serves')) return;
+          clearTimeout(timer);
+          resolve();
+        });
+        void exited.then((code) => {
+          clearTimeout(timer);
+          reject(new Error(`server exited (${code}) before it was ready`));
+        });
+      });
+    } catch (error) {
+      return { stderr, error: error as Error };
+    }
+    return { ready: readyProcess(child, port, exited, () => stderr, options.logs) };
+  }
+}
+
+/** The handle of a server that is ready, with its warnings collected when asked for. */
+function readyProcess(
+  child: ChildProcessByStdio<null, Readable, Readable>,
+  port: number,
+  exited: Promise<number | null>,
+  stderr: () => string,
+  logs?: 'warnings',
+): ServerProcess {
   const warnings: string[] = [];
-  if (options.logs === 'warnings') {
+  if (logs === 'warnings') {
     let partial = '';
     child.stdout.on('data', (chunk: Buffer) => {
       const lines = (partial + chunk.toString()).split('\n');
@@ -131,7 +165,7 @@ export async function startServerProcess(
       child.kill('SIGTERM');
       await exited;
     },
-    stderr: () => stderr,
+    stderr,
     warnings: () => warnings,
   };
 }
