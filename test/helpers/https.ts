@@ -37,19 +37,23 @@ export async function startHttpsTestServer(
   overrides: Record<string, string> = {},
 ): Promise<HttpsTestServer> {
   const { ca, leaf } = processTls();
-  // Known before the server starts, because the tenant's domain includes it.
-  const port = await freePort();
-  const domain = `localhost:${port}`;
-  const server = await startTestServer(
-    kind,
-    { TENANT_DOMAIN: domain, ...overrides },
-    { https: { cert: leaf.cert, key: leaf.key } },
-  );
-  try {
-    await server.app.listen({ port, host: '127.0.0.1' });
-  } catch (error) {
-    await server.close();
-    throw error;
+  for (let attempt = 1; ; attempt++) {
+    // Known before the server starts, because the tenant's domain includes it; free when chosen, it may
+    // be taken by another test file before the server listens (EADDRINUSE), and another is chosen.
+    const port = await freePort();
+    const domain = `localhost:${port}`;
+    const server = await startTestServer(
+      kind,
+      { TENANT_DOMAIN: domain, ...overrides },
+      { https: { cert: leaf.cert, key: leaf.key } },
+    );
+    try {
+      await server.app.listen({ port, host: '127.0.0.1' });
+    } catch (error) {
+      await server.close();
+      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' && attempt < 3) continue;
+      throw error;
+    }
+    return { server, domain, caPem: ca.cert, close: () => server.close() };
   }
-  return { server, domain, caPem: ca.cert, close: () => server.close() };
 }
