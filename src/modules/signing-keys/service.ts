@@ -27,6 +27,10 @@ export interface PublicJwk {
   e: string;
 }
 
+/**
+ * How long a cached read serves, counted from before the read: what another node changed reaches this
+ * one within 5 s (the README's promise for revoked keys and deleted domains), however long the read took.
+ */
 const CACHE_MS = 5_000;
 
 /** Keys held per tenant, for 10,000 tenants and 64 MiB at most; a 2048-bit key object is charged 4 KiB. */
@@ -102,11 +106,12 @@ export class SigningKeyService {
     const cached = this.signingCache.get(tenantId);
     if (cached && cached.until > Date.now()) return cached.key;
     const generation = this.generation;
+    const at = Date.now();
     const row = await this.store.current(tenantId);
     if (!row) throw new Error(`tenant ${tenantId} has no signing key`);
     const key = { kid: row.kid, privateKey: createPrivateKey(this.secretBox.open(row.private_key)) };
     if (generation === this.generation)
-      this.signingCache.set(tenantId, { key, until: Date.now() + CACHE_MS }, KEY_OBJECT_BYTES);
+      this.signingCache.set(tenantId, { key, until: at + CACHE_MS }, KEY_OBJECT_BYTES);
     return key;
   }
 
@@ -120,13 +125,14 @@ export class SigningKeyService {
     const cached = this.verifyCache.get(tenantId);
     if (cached && cached.until > Date.now()) return cached.keys;
     const generation = this.generation;
+    const at = Date.now();
     const jwks = await this.jwks(tenantId);
     const byKid = new Map(
       jwks.keys.map((jwk) => [jwk.kid, createPublicKey({ key: { kty: jwk.kty, n: jwk.n, e: jwk.e }, format: 'jwk' })]),
     );
     const keys = { byKid };
     if (generation === this.generation)
-      this.verifyCache.set(tenantId, { keys, until: Date.now() + CACHE_MS }, byKid.size * KEY_OBJECT_BYTES);
+      this.verifyCache.set(tenantId, { keys, until: at + CACHE_MS }, byKid.size * KEY_OBJECT_BYTES);
     return keys;
   }
 

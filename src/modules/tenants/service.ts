@@ -19,6 +19,10 @@ export interface CustomHosts {
   readyDomains(tenantId: string): Promise<string[]>;
 }
 
+/**
+ * How long a cached read serves, counted from before the read: what another node changed reaches this
+ * one within 5 s (the README's promise for revoked keys and deleted domains), however long the read took.
+ */
 const CACHE_MS = 5_000;
 /** Host headers are the client's to choose, up to the header limit: bounded in bytes as well as entries. */
 const BY_HOST_BOUNDS = { entries: 10_000, bytes: 4 * 1024 * 1024 };
@@ -57,12 +61,13 @@ export class TenantService {
     const cached = this.domainsCache.get(tenant.id);
     if (cached && cached.until > Date.now()) return cached.domains;
     const generation = this.generation;
+    const at = Date.now();
     const domains = new Set([tenant.domain]);
     for (const domain of await this.customHosts.readyDomains(tenant.id)) domains.add(domain);
     if (generation !== this.generation) return domains;
     this.domainsCache.set(
       tenant.id,
-      { domains, until: Date.now() + CACHE_MS },
+      { domains, until: at + CACHE_MS },
       [...domains].reduce((sum, domain) => sum + stringBytes(domain), 0),
     );
     return domains;
