@@ -73,6 +73,8 @@ const DEFAULT_MAX_BUCKETS = 100_000;
 
 /** Redis is on the request path of every API call; a hung server must not hang the API with it. */
 const REDIS_COMMAND_TIMEOUT_MS = 1000;
+/** During an outage on a connection that looks ready, how long after a failure Redis is asked again. */
+const REDIS_PROBE_MS = 1000;
 
 export const REDIS_KEY_PREFIX = 'tenantry:rl:';
 
@@ -294,6 +296,18 @@ export function redisRateLimiters(
     return client;
   };
 
+  // While an outage lasts on a connection that still looks ready (Redis stalled, or answering with
+  // errors), requests are decided without it at once: waiting out the command timeout on every request
+  // would add a second to each. One request at a time, once a probe interval has passed since the last
+  // failure, also sends its command in the background; Redis answering it ends the outage. A connection
+  // that is down ends it by becoming ready again.
+  let probing = false;
+  let probeAfter = 0;
+  const failedNow = (err: unknown): void => {
+    probeAfter = Date.now() + REDIS_PROBE_MS;
+    failed(err);
+  };
+
   return (settings) => {
     validate(settings);
     const { size, refillPerSecond } = settings;
@@ -309,30 +323,65 @@ export function redisRateLimiters(
       const now = Date.now();
       return policy === 'deny' ? stateOf(false, 0, now, settings) : stateOf(true, size - 1, now, settings);
     };
-    // While the connection is down, commands would only wait for a reconnect to fail: decide at once.
-    const redisDown = () => outage.ongoing && client.status !== 'ready';
+    /** The script's reply as a state, or an error when it is not what the script returns. */
+    const stateOfReply = (reply: unknown): RateLimitState => {
+      const [allowed, tokens, at] = Array.isArray(reply) && reply.length === 3 ? reply : [];
+      const left = Number(tokens);
+      const now = Number(at);
+      if (
+        (allowed !== 0 && allowed !== 1) ||
+        typeof tokens !== 'string' ||
+        typeof at !== 'string' ||
+        !(Number.isFinite(left) && left >= 0) ||
+        !(Number.isFinite(now) && now > 0)
+      )
+        throw new Error('Redis answered the rate-limit script with an unexpected reply');
+      // At most the size here, whatever another node's settings left in the bucket.
+      return stateOf(allowed === 1, Math.min(left, size), now, settings);
+    };
+    const probe = (key: string): void => {
+      if (probing || client.status !== 'ready' || Date.now() < probeAfter) return;
+      probing = true;
+      client.tenantryRateLimitTake(REDIS_KEY_PREFIX + key, size, refillPerSecond).then(
+        (reply) => {
+          probing = false;
+          try {
+            stateOfReply(reply);
+            outage.recovered();
+          } catch (err) {
+            failedNow(err);
+          }
+        },
+        (err: unknown) => {
+          probing = false;
+          failedNow(err);
+        },
+      );
+    };
     let closed = false;
 
     return {
       async take(key) {
-        if (redisDown()) return withoutRedis(key);
+        if (outage.ongoing) {
+          probe(key);
+          return withoutRedis(key);
+        }
         try {
-          const reply = await client.tenantryRateLimitTake(REDIS_KEY_PREFIX + key, size, refillPerSecond);
-          const [allowed, tokens, at] = reply;
+          const state = stateOfReply(await client.tenantryRateLimitTake(REDIS_KEY_PREFIX + key, size, refillPerSecond));
           outage.recovered();
-          return stateOf(allowed === 1, Number(tokens), Number(at), settings);
+          return state;
         } catch (err) {
-          failed(err);
+          failedNow(err);
           return withoutRedis(key);
         }
       },
       async giveBack(key) {
-        if (redisDown()) return local?.giveBack(key);
+        if (outage.ongoing) return local?.giveBack(key);
         try {
           await client.tenantryRateLimitGiveBack(REDIS_KEY_PREFIX + key, size, refillPerSecond);
           outage.recovered();
         } catch (err) {
-          failed(err);
+          failedNow(err);
           await local?.giveBack(key);
         }
       },

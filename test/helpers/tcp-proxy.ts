@@ -7,6 +7,13 @@ export interface TcpProxy {
   stop(): Promise<void>;
   /** Accepts connections again, on the same port. */
   start(): Promise<void>;
+  /**
+   * Keeps connections open and passes what clients send on, but holds back what the server answers,
+   * as a server that hangs: until release().
+   */
+  stall(): void;
+  /** Delivers what was held back, and passes answers on again. */
+  release(): void;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
@@ -16,11 +23,17 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
   };
+  let stalled = false;
+  const held: Array<() => void> = [];
   const server = net.createServer((client) => {
     const upstream = net.connect(target.port, target.host);
     track(client);
     track(upstream);
-    client.pipe(upstream).pipe(client);
+    client.pipe(upstream);
+    upstream.on('data', (chunk: Buffer) => {
+      if (stalled) held.push(() => client.write(chunk));
+      else client.write(chunk);
+    });
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
@@ -42,5 +55,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       await closed;
     },
     start: () => listen(port),
+    stall() {
+      stalled = true;
+    },
+    release() {
+      stalled = false;
+      for (const deliver of held.splice(0)) deliver();
+    },
   };
 }

@@ -1,5 +1,6 @@
 import { after, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { eventually } from '../helpers/eventually.ts';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -333,8 +334,14 @@ describe('redisRateLimiter', () => {
         assert.equal(s.allowed, true);
         assert.equal(s.limit, 2);
       }
-      assert.equal(errors.length, 3);
+      // The first failure starts an outage: the next requests are decided without asking Redis again.
+      assert.equal(errors.length, 1);
       assert.match(errors[0]!.message, /WRONGTYPE/);
+      // Once the probe interval has passed, a request asks again in the background, and is still answered.
+      await sleep(1100);
+      assert.equal((await limiter.take(k)).allowed, true);
+      await eventually('the probe failed the same way', async () => (errors.length === 2 ? true : undefined));
+      assert.match(errors[1]!.message, /WRONGTYPE/);
     } finally {
       await limiter.close();
       await admin.quit();

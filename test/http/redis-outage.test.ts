@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { Writable } from 'node:stream';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { Redis } from 'ioredis';
@@ -222,6 +223,153 @@ describe('a server whose Redis goes away', () => {
       assert.equal(log.ends()[earlier]!.decisionsWithoutRedis, 6);
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('a Redis that hangs with its connection open', () => {
+  it('costs one command timeout: meanwhile requests are decided at once, and one probe at a time ends the outage', async (t) => {
+    if (!requireRedis(t)) return;
+    const proxy = await startTcpProxy({ host: redisUrl.hostname, port: Number(redisUrl.port || 6379) });
+    const log = logCapture();
+    const limits = redisRateLimiters(throughProxy(proxy), {
+      logger: createLogger({ logLevel: 'info' }, { stream: log.stream }),
+      whenUnavailable: 'allow',
+    });
+    const limit = limits({ size: 20, refillPerSecond: 0.001 });
+    const key = `${runId}hang`;
+    const admin = new Redis(redisUrl.href);
+    /** Tokens the shared bucket holds: each command that reached Redis spent one. */
+    const tokensInRedis = async () => Math.floor(Number(await admin.hget(REDIS_KEY_PREFIX + key, 't')));
+    try {
+      assert.equal((await limit.take(key)).remaining, 19);
+
+      proxy.stall();
+      // The connection stays ready: this command reaches Redis and waits out the command timeout.
+      const first = await limit.take(key);
+      assert.deepEqual([first.allowed, first.remaining], [true, 19]);
+      assert.equal(log.starts().length, 1, JSON.stringify(log.lines));
+      // Within the probe interval the requests are decided without sending anything to Redis.
+      const during = await Promise.all(Array.from({ length: 5 }, () => limit.take(key)));
+      assert.ok(during.every((state) => state.allowed && state.remaining === 19));
+      assert.equal(await tokensInRedis(), 18, 'only the first command of the outage reached Redis');
+
+      proxy.release();
+      // A request after the probe interval sends one command in the background; its answer ends the outage.
+      await eventually('the end of the outage logged', async () => {
+        if (log.ends().length > 0) return true;
+        await limit.take(key);
+        return undefined;
+      });
+      assert.equal(await tokensInRedis(), 17, 'one probe reached Redis');
+      const back = await limit.take(key);
+      assert.deepEqual([back.allowed, back.remaining], [true, 16], 'back on the shared bucket');
+      assert.equal(log.starts().length, 1, JSON.stringify(log.lines));
+    } finally {
+      proxy.release();
+      await limit.close();
+      await admin.quit();
+      await proxy.stop();
+    }
+  });
+});
+
+/**
+ * A server speaking Redis's protocol that answers the rate-limit script with `reply` (RESP text): what
+ * a broken or impersonating Redis could send.
+ */
+const bulk = (value: string) => `$${value.length}\r\n${value}\r\n`;
+
+async function fakeRedis(reply: () => string): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+    let pending = '';
+    socket.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('latin1');
+      // Each command is an array of bulk strings: `*N`, then `$len` and the argument, N times.
+      for (;;) {
+        const command = parseCommand(pending);
+        if (!command) return;
+        pending = pending.slice(command.length);
+        const name = command.args[0]!.toUpperCase();
+        if (name === 'INFO') socket.write(bulk('# Server\r\nloading:0\r\n'));
+        else if (name === 'EVALSHA' || name === 'EVAL') socket.write(reply());
+        else socket.write('+OK\r\n');
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `redis://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function parseCommand(text: string): { args: string[]; length: number } | undefined {
+  const head = /^\*(\d+)\r\n/.exec(text);
+  if (!head) return undefined;
+  let at = head[0].length;
+  const args: string[] = [];
+  for (let i = 0; i < Number(head[1]); i++) {
+    const bulk = /^\$(\d+)\r\n/.exec(text.slice(at));
+    if (!bulk) return undefined;
+    const start = at + bulk[0].length;
+    const end = start + Number(bulk[1]);
+    if (text.length < end + 2) return undefined;
+    args.push(text.slice(start, end));
+    at = end + 2;
+  }
+  return { args, length: at };
+}
+
+describe('a Redis that answers the script with something else', () => {
+  const replies: Record<string, string> = {
+    'tokens and time not numbers': `*3\r\n:1\r\n${bulk('nan')}${bulk('nan')}`,
+    'tokens of minus infinity': `*3\r\n:1\r\n${bulk('-inf')}${bulk('1700000000000')}`,
+    'allowed as a string': `*3\r\n${bulk('1')}${bulk('5')}${bulk('1700000000000')}`,
+    'a nil reply': '$-1\r\n',
+    'a number': ':5\r\n',
+    'two members': `*2\r\n:1\r\n${bulk('5')}`,
+  };
+  for (const [what, reply] of Object.entries(replies)) {
+    it(`${what}: a failure, decided by the policy (deny), with finite headers`, async () => {
+      const redis = await fakeRedis(() => reply);
+      const errors: Error[] = [];
+      const limit = redisRateLimiters(redis.url, { whenUnavailable: 'deny', onError: (e) => errors.push(e) })({
+        size: 10,
+        refillPerSecond: 1,
+      });
+      try {
+        const state = await limit.take(`${runId}odd`);
+        assert.equal(state.allowed, false);
+        assert.ok([state.remaining, state.reset, state.retryAfter].every(Number.isFinite), JSON.stringify(state));
+        assert.equal(errors.length, 1);
+      } finally {
+        await limit.close();
+        await redis.close();
+      }
+    });
+  }
+
+  it("the script's own reply shape is taken as it is (the fake answers as Redis would)", async () => {
+    const redis = await fakeRedis(() => `*3\r\n:1\r\n${bulk('7')}${bulk(String(Date.now()))}`);
+    const errors: Error[] = [];
+    const limit = redisRateLimiters(redis.url, { whenUnavailable: 'deny', onError: (e) => errors.push(e) })({
+      size: 10,
+      refillPerSecond: 1,
+    });
+    try {
+      const state = await limit.take(`${runId}odd`);
+      assert.deepEqual([state.allowed, state.remaining, errors.length], [true, 7, 0]);
+    } finally {
+      await limit.close();
+      await redis.close();
     }
   });
 });
