@@ -73,6 +73,22 @@ export async function withServices<T>(run: (services: Services) => Promise<T>): 
   }
 }
 
+/**
+ * Lines to stdout, made safe for a terminal. What commands print comes partly from tenants (a user's
+ * name in an email, a client's name, a webhook receiver's error): printed as it is, an escape sequence
+ * in it could retitle the window, clear the screen and fake output, or write the clipboard. Control
+ * characters other than line breaks and tabs, and the bidirectional overrides, are shown escaped
+ * (`\x1b`, `\u202e`), whether or not stdout is a terminal: a file of such output is read in one later.
+ */
 export const print = (...lines: string[]): void => {
-  process.stdout.write(`${lines.join('\n')}\n`);
+  process.stdout.write(`${terminalSafe(lines.join('\n'))}\n`);
 };
+
+const UNSAFE_IN_A_TERMINAL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+export function terminalSafe(text: string): string {
+  return text.replace(/\r\n/g, '\n').replace(UNSAFE_IN_A_TERMINAL, (character) => {
+    const code = character.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`;
+  });
+}

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { AttemptLog, type AttemptLine, type AttemptScope } from '../modules/event-streams/attempt-log.ts';
-import { parseFlags, UsageError } from './args.ts';
+import { parseFlags, print, UsageError } from './args.ts';
 import { requireTenantIn } from './clients.ts';
 
 const POLL_MS = 500;
@@ -51,7 +51,7 @@ async function tail(filter: AttemptScope): Promise<void> {
         if (shown.has(key)) continue;
         shown.set(key, attempt.timestamp);
         if (attempt.timestamp > latest) latest = attempt.timestamp;
-        process.stdout.write(`${line(attempt)}\n`);
+        print(line(attempt));
       }
       for (const [key, at] of shown) if (at < since) shown.delete(key);
       // Ended early by a signal: the loop's condition sees it.

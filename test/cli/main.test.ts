@@ -5,6 +5,8 @@ import { after, before, describe, it } from 'node:test';
 import { READER_GONE_STATUS } from '../../src/cli/main.ts';
 import { loadConfig } from '../../src/config.ts';
 import { ALL_SCOPES } from '../../src/modules/oauth/scopes.ts';
+import { mailboxDir, writeMailboxEntry } from '../../src/mail/mailbox.ts';
+import { newId } from '../../src/ids.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { runCli } from '../helpers/cli.ts';
 import { createTestDatabase, eachDatabase, type TestDatabase } from '../helpers/databases.ts';
@@ -310,6 +312,37 @@ describe('tenantry command line', { concurrency: true }, () =>
           /--batch must be a positive integer/,
         );
         assert.match(await ok('help'), /users import --file FILE/);
+      });
+
+      it('prints what tenants wrote with its control characters escaped, so no escape sequence reaches the terminal', async () => {
+        await services.tenants.create('ansi', 'ansi.example.com');
+        // Retitle the window, clear the screen, fake a line in red, write the clipboard (OSC 52), reverse the text.
+        const hostile =
+          'Eve\u001b]0;PWNED\u0007\u001b[2J\u001b[31mFAKE\u001b[0m\u001b]52;c;Y3VybA==\u0007\u009b2J\u202e';
+        const shown = 'Eve\\x1b]0;PWNED\\x07\\x1b[2J\\x1b[31mFAKE\\x1b[0m\\x1b]52;c;Y3VybA==\\x07\\x9b2J\\u202e';
+        const client = await services.clients.create('ansi', { name: hostile, scopes: ['read:users'] });
+        const listed = await ok('clients', 'list', '--tenant', 'ansi');
+        assert.ok(listed.includes(`${client.clientId}\t${shown}\tread:users\n`), listed);
+
+        const dir = mailboxDir(database.dataDir);
+        const id = newId.email();
+        const entry = {
+          id,
+          date: new Date().toISOString(),
+          from: 'no-reply@ansi.example.com',
+          to: 'eve@example.com',
+          subject: `Welcome ${hostile}`,
+          html: `<p>Hello ${hostile}</p>\r\n<p>\tBye</p>`,
+        };
+        writeMailboxEntry(dir, entry, Buffer.from('unused'));
+        const list = await ok('mailbox', 'list');
+        assert.ok(list.includes(`${id}\t${entry.date}\teve@example.com\tWelcome ${shown}\n`), list);
+        const show = await ok('mailbox', 'show', id);
+        assert.ok(show.includes(`Subject: Welcome ${shown}\n`), show);
+        // Line breaks and tabs are kept; a CRLF is printed as one line break.
+        assert.ok(show.endsWith(`<p>Hello ${shown}</p>\n<p>\tBye</p>\n`), show);
+        for (const out of [listed, list, show])
+          assert.doesNotMatch(out, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
       });
     });
   }),
