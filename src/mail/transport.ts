@@ -50,10 +50,31 @@ function describeSmtpUrl(smtpUrl: string): string {
   }
 }
 
+/**
+ * Whether the login waits for TLS. Over plain `smtp://` nodemailer upgrades with STARTTLS only when the
+ * server offers it, so a server that does not, or anyone on the path who strips the offer from its
+ * greeting, would receive the credentials in clear. With credentials, TLS is required: the send fails
+ * rather than log in without it. The machine itself (127.0.0.1, ::1, localhost) is exempt, since a local
+ * relay often speaks no TLS and nothing is on that path; `?requireTLS=false` in SMTP_URL turns it off
+ * for a relay elsewhere (the URL's options override these).
+ */
+function loginNeedsTls(smtpUrl: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(smtpUrl);
+  } catch {
+    return false;
+  }
+  const host = url.hostname.toLowerCase();
+  const loopback = host === '127.0.0.1' || host === '[::1]' || host === 'localhost';
+  return url.protocol === 'smtp:' && (url.username !== '' || url.password !== '') && !loopback;
+}
+
 export function smtpTransport(smtpUrl: string, settings: { timeoutMs: number; concurrency: number }): MailTransport {
   // Pooled: consecutive emails reuse a connection instead of a TCP and TLS handshake each.
   const transport = mailer().createTransport({
     url: smtpUrl,
+    requireTLS: loginNeedsTls(smtpUrl),
     pool: true,
     maxConnections: settings.concurrency,
     connectionTimeout: settings.timeoutMs,
@@ -71,8 +92,13 @@ export function smtpTransport(smtpUrl: string, settings: { timeoutMs: number; co
       } catch (cause) {
         const error = cause as Error & { responseCode?: number; code?: string };
         const message = truncate(error.message ?? String(cause));
-        // A refused login is the server's configuration, not the message: it may work once that is fixed.
-        const permanent = error.responseCode !== undefined && error.responseCode >= 500 && error.code !== 'EAUTH';
+        // A refused login or TLS upgrade is the server's configuration (or the path's), not the message:
+        // it may work once that is fixed.
+        const permanent =
+          error.responseCode !== undefined &&
+          error.responseCode >= 500 &&
+          error.code !== 'EAUTH' &&
+          error.code !== 'ETLS';
         return permanent ? { kind: 'rejected', error: message } : { kind: 'retryable', error: message };
       }
     },

@@ -7,10 +7,12 @@ import { SMTPServer } from 'smtp-server';
  * messages with a chosen reply code to exercise retries.
  */
 export interface SmtpReceiver {
-  /** `smtp://[user:pass@]127.0.0.1:<port>`, for SMTP_URL. */
+  /** `smtp://[user:pass@]<host>:<port>`, for SMTP_URL. */
   url: string;
   /** Messages refused so far (whatever the code). */
   refusedCount(): number;
+  /** Logins tried so far, right or wrong. */
+  loginCount(): number;
   /** Refuses the next `count` messages at DATA with `code` (4xx: try later; 5xx: never). */
   refuseNext(count: number, code: number, message: string): void;
   /** The first accepted message to `to` not returned before, waiting for it to arrive. */
@@ -18,12 +20,17 @@ export interface SmtpReceiver {
   close(): Promise<void>;
 }
 
-export async function startSmtpReceiver(credentials?: { user: string; pass: string }): Promise<SmtpReceiver> {
+export async function startSmtpReceiver(
+  credentials?: { user: string; pass: string },
+  /** Another loopback address to listen on (127.0.0.2: not the address the server exempts from TLS). */
+  host = '127.0.0.1',
+): Promise<SmtpReceiver> {
   const messages: ParsedMail[] = [];
   const taken = new Set<ParsedMail>();
   const waiters = new Set<() => void>();
   let refusals: { count: number; code: number; message: string } = { count: 0, code: 0, message: '' };
   let refused = 0;
+  let logins = 0;
 
   const server = new SMTPServer({
     disabledCommands: ['STARTTLS'],
@@ -31,6 +38,7 @@ export async function startSmtpReceiver(credentials?: { user: string; pass: stri
     authOptional: credentials === undefined,
     logger: false,
     onAuth(auth, _session, callback) {
+      logins += 1;
       if (credentials && auth.username === credentials.user && auth.password === credentials.pass)
         return callback(null, { user: auth.username });
       return callback(new Error('Invalid username or password'));
@@ -53,7 +61,7 @@ export async function startSmtpReceiver(credentials?: { user: string; pass: stri
         .catch((error: Error) => callback(error));
     },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.server.address() as { port: number };
   const auth = credentials ? `${encodeURIComponent(credentials.user)}:${encodeURIComponent(credentials.pass)}@` : '';
 
@@ -63,8 +71,9 @@ export async function startSmtpReceiver(credentials?: { user: string; pass: stri
     );
 
   return {
-    url: `smtp://${auth}127.0.0.1:${port}`,
+    url: `smtp://${auth}${host}:${port}`,
     refusedCount: () => refused,
+    loginCount: () => logins,
     refuseNext(count, code, message) {
       refusals = { count, code, message };
     },
