@@ -13,12 +13,27 @@ export interface OutgoingEmail {
   html: string;
 }
 
+/**
+ * `error` is what the tenant sees (the email's `last_error`); `cause`, when there is one, is the mail
+ * server's own account of a failure that is the operator's alone (its address, its login, its TLS): for
+ * the server log, never for tenants.
+ */
 export type MailOutcome =
   | { kind: 'sent' }
   /** 5xx: the mail server refused the message for good; retrying would not help. */
-  | { kind: 'rejected'; error: string }
+  | { kind: 'rejected'; error: string; cause?: string }
   /** 4xx, timeouts, network and login errors: worth retrying. */
-  | { kind: 'retryable'; error: string };
+  | { kind: 'retryable'; error: string; cause?: string };
+
+/** What a tenant is told of a failure that was not about its email (see MailOutcome). */
+export const MAIL_SERVER_FAILED = 'The mail server could not be reached, or refused the connection or the login.';
+
+/**
+ * nodemailer's `command` of the failures that are about the email itself (its sender, recipients or
+ * content): the mail server's reply to those is the tenant's to read. The rest (CONN, EHLO, STARTTLS,
+ * AUTH …) would tell every tenant the operator's mail host, port and login state.
+ */
+const ABOUT_THE_EMAIL = /^(MAIL FROM|RCPT TO|DATA)$/;
 
 export interface MailTransport {
   /** Where emails go, for the startup line: never with a password. */
@@ -90,7 +105,7 @@ export function smtpTransport(smtpUrl: string, settings: { timeoutMs: number; co
         await transport.sendMail(messageOf(email));
         return { kind: 'sent' };
       } catch (cause) {
-        const error = cause as Error & { responseCode?: number; code?: string };
+        const error = cause as Error & { responseCode?: number; code?: string; command?: string };
         const message = truncate(error.message ?? String(cause));
         // A refused login or TLS upgrade is the server's configuration (or the path's), not the message:
         // it may work once that is fixed.
@@ -99,7 +114,11 @@ export function smtpTransport(smtpUrl: string, settings: { timeoutMs: number; co
           error.responseCode >= 500 &&
           error.code !== 'EAUTH' &&
           error.code !== 'ETLS';
-        return permanent ? { kind: 'rejected', error: message } : { kind: 'retryable', error: message };
+        const failure =
+          typeof error.command === 'string' && ABOUT_THE_EMAIL.test(error.command)
+            ? { error: message }
+            : { error: MAIL_SERVER_FAILED, cause: message };
+        return { kind: permanent ? 'rejected' : 'retryable', ...failure };
       }
     },
     close: () => transport.close(),

@@ -20,7 +20,7 @@ export class MailWorker {
     private readonly outbox: MailOutbox,
     private readonly transport: MailTransport,
     private readonly settings: MailSettings,
-    logger: Logger,
+    private readonly logger: Logger,
     private readonly metrics: Pick<Metrics, 'email'> = noMetrics,
   ) {
     this.loop = new PollingLoop({
@@ -71,6 +71,12 @@ export class MailWorker {
         ? { kind: 'rejected', error: 'The stored email cannot be read (was ENCRYPTION_KEY changed?).' }
         : await this.transport.send({ id, from, to, subject, html });
     const status = await this.outbox.recordAttempt(email, outcome, this.settings.mailRetryScheduleMs);
+    // The operator learns why the mail server failed; the tenant only that it did (see MailOutcome).
+    if (outcome.kind !== 'sent' && outcome.cause !== undefined)
+      this.logger.warn(
+        { email: id, attempt: email.attemptsBefore + 1, error: outcome.cause, status },
+        'mail outbox: the mail server failed a send',
+      );
     this.metrics.email(status === 'pending' ? 'retry' : status);
   }
 }

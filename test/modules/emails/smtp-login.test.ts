@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { smtpTransport } from '../../../src/mail/transport.ts';
+import { Writable } from 'node:stream';
+import { MAIL_SERVER_FAILED, smtpTransport } from '../../../src/mail/transport.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { startTestServer } from '../../helpers/server.ts';
 import { startSmtpReceiver, type SmtpReceiver } from '../../helpers/smtp-receiver.ts';
 
 const credentials = { user: 'mailer', pass: 'smtp-password-never-in-clear' };
@@ -39,7 +42,8 @@ describe('the SMTP login and TLS', () => {
     const smtp = await receiver('127.0.0.2');
     const outcome = await send(smtp.url);
     assert.equal(outcome.kind, 'retryable');
-    assert.match((outcome as { error: string }).error, /STARTTLS/);
+    assert.equal((outcome as { error: string }).error, MAIL_SERVER_FAILED);
+    assert.match((outcome as { cause?: string }).cause ?? '', /STARTTLS/);
     assert.equal(smtp.loginCount(), 0, 'no login was sent');
   });
 
@@ -61,5 +65,90 @@ describe('the SMTP login and TLS', () => {
     receivers.push(smtp);
     assert.deepEqual(await send(smtp.url), { kind: 'sent' });
     assert.equal(smtp.loginCount(), 0);
+  });
+});
+
+describe('what a failed send tells the tenant and the operator', () => {
+  it("a refused login or an unreachable server: a fixed reason for the tenant, the mail server's own words as the cause", async () => {
+    const smtp = await startSmtpReceiver(credentials);
+    try {
+      const wrong = new URL(smtp.url);
+      wrong.password = 'not-the-password';
+      const refused = await send(wrong.href);
+      assert.equal(refused.kind, 'retryable');
+      assert.equal((refused as { error: string }).error, MAIL_SERVER_FAILED);
+      assert.match((refused as { cause?: string }).cause ?? '', /Invalid login|535/);
+
+      const closed = new URL(smtp.url);
+      await smtp.close();
+      const unreachable = await send(closed.href);
+      assert.equal(unreachable.kind, 'retryable');
+      assert.equal((unreachable as { error: string }).error, MAIL_SERVER_FAILED);
+      assert.match((unreachable as { cause?: string }).cause ?? '', /ECONNREFUSED/);
+    } finally {
+      await smtp.close().catch(() => undefined);
+    }
+  });
+
+  it("a refusal of the email itself: the mail server's reply, for the tenant", async () => {
+    const smtp = await startSmtpReceiver(credentials);
+    try {
+      smtp.refuseNext(1, 550, 'No such mailbox here');
+      const refused = await send(smtp.url);
+      assert.equal(refused.kind, 'rejected');
+      assert.match((refused as { error: string }).error, /550 No such mailbox here/);
+      assert.equal((refused as { cause?: string }).cause, undefined);
+    } finally {
+      await smtp.close();
+    }
+  });
+
+  it('a server whose login is refused: the outbox shows the fixed reason, the server log the cause, neither the password', async () => {
+    const smtp = await startSmtpReceiver(credentials);
+    const lines: Array<Record<string, unknown>> = [];
+    const logStream = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n')) if (line !== '') lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const wrong = new URL(smtp.url);
+    wrong.password = 'wrong-smtp-password-4d1c';
+    const server = await startTestServer(
+      'sqlite',
+      { SMTP_URL: wrong.href, MAIL_POLL_MS: '50', MAIL_RETRY_SCHEDULE_MS: '60000', LOG_LEVEL: 'info' },
+      { logStream },
+    );
+    try {
+      const created = await server.request({
+        method: 'POST',
+        url: '/api/v2/users',
+        payload: {
+          connection: 'Username-Password-Authentication',
+          email: 'ada@example.com',
+          password: 'correct horse battery',
+          verify_email: true,
+        },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const email = await eventually('the first attempt recorded', async () => {
+        const outbox = (await server.request({ url: '/api/v2/emails/outbox' })).json();
+        const found = outbox.emails.find((e: { to: string; attempts: number }) => e.to === 'ada@example.com');
+        return found?.attempts === 1 ? found : undefined;
+      });
+      assert.equal(email.status, 'pending');
+      assert.equal(email.last_error, MAIL_SERVER_FAILED);
+      const logged = await eventually('the cause logged', async () =>
+        lines.find((line) => line.msg === 'mail outbox: the mail server failed a send'),
+      );
+      assert.equal(logged.level, 40);
+      assert.equal(logged.email, email.id);
+      assert.match(String(logged.error), /Invalid login|535/);
+      const everything = JSON.stringify(lines) + JSON.stringify(email);
+      assert.ok(!everything.includes(credentials.pass) && !everything.includes('wrong-smtp-password-4d1c'));
+    } finally {
+      await server.close();
+      await smtp.close();
+    }
   });
 });
