@@ -123,6 +123,13 @@ export class Deliveries {
     const stream = await existingStream(this.streams, tenantId, streamId);
     const toMs = query.date_to === undefined ? Date.now() : dateTimeMs(query.date_to);
     const fromMs = query.date_from === undefined ? toMs - DEFAULT_STATS_WINDOW_MS : dateTimeMs(query.date_from);
+    // The schema's date-time format also passes offsets without a colon (`+01`), which are no RFC 3339 time.
+    for (const [name, ms] of [
+      ['date_to', toMs],
+      ['date_from', fromMs],
+    ] as const)
+      if (Number.isNaN(ms))
+        throw badRequest.queryParameter(`${name} must be an RFC 3339 date-time, its offset as ±hh:mm`, name);
     if (!(fromMs < toMs)) throw badRequest.queryParameter('date_from must be before date_to', 'date_from');
     if (toMs - fromMs > MAX_STATS_WINDOW_HOURS * HOUR_MS)
       throw badRequest.queryParameter(`The window is longer than ${MAX_STATS_WINDOW_HOURS} hours`, 'date_from');

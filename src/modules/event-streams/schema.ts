@@ -220,17 +220,24 @@ export type SigningSecretList = Static<typeof SigningSecretList>;
 /** The longest window the statistics cover: a bounded read of one stream's attempts. */
 export const MAX_STATS_WINDOW_HOURS = 24;
 
+/** `2026-11-27T10:00:00.000+01:00`: milliseconds and an offset, as clients in any time zone send them. */
+const DATE_TIME_WITH_OFFSET = 29;
+
 export const StatsQuery = Type.Object(
   {
     date_from: Type.Optional(
       Type.String({
         format: 'date-time',
-        maxLength: 24,
+        maxLength: DATE_TIME_WITH_OFFSET,
         description: 'Start of the window (default: three hours before date_to)',
       }),
     ),
     date_to: Type.Optional(
-      Type.String({ format: 'date-time', maxLength: 24, description: 'End of the window, excluded (default: now)' }),
+      Type.String({
+        format: 'date-time',
+        maxLength: DATE_TIME_WITH_OFFSET,
+        description: 'End of the window, excluded (default: now)',
+      }),
     ),
   },
   { additionalProperties: false },

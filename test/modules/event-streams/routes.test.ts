@@ -544,6 +544,21 @@ for (const kind of databaseKinds()) {
         url: `/api/v2/event-streams/${stream.id}/stats?date_from=2020-01-02T00:00:00Z&date_to=2020-01-01T00:00:00Z`,
       });
       assert.equal(backwards.statusCode, 400);
+      // Offsets as clients outside UTC send them, milliseconds included: the same hour as 2020-01-01T00:00Z.
+      const offset = await server.request({
+        url: `/api/v2/event-streams/${stream.id}/stats?date_from=${encodeURIComponent('2020-01-01T01:00:00.000+01:00')}&date_to=${encodeURIComponent('2020-01-01T02:00:00+01:00')}`,
+      });
+      assert.equal(offset.statusCode, 200, offset.body);
+      assert.deepEqual(
+        [offset.json().date_from, offset.json().date_to],
+        ['2020-01-01T00:00:00.000Z', '2020-01-01T01:00:00.000Z'],
+      );
+      // An offset without its colon passes the format but is no RFC 3339 time: said so, not "before date_to".
+      const noColon = await server.request({
+        url: `/api/v2/event-streams/${stream.id}/stats?date_from=${encodeURIComponent('2020-01-01T00:00:00+01')}`,
+      });
+      assert.equal(noColon.statusCode, 400);
+      assert.match(noColon.json().message, /date_from must be an RFC 3339 date-time/);
       assert.equal(
         (await server.request({ url: '/api/v2/event-streams/est_1111111111111111111111/stats' })).statusCode,
         404,
