@@ -79,16 +79,29 @@ export async function withServices<T>(run: (services: Services) => Promise<T>): 
  * in it could retitle the window, clear the screen and fake output, or write the clipboard. Control
  * characters other than line breaks and tabs, and the bidirectional overrides, are shown escaped
  * (`\x1b`, `\u202e`), whether or not stdout is a terminal: a file of such output is read in one later.
+ * Values inside a line go through inline() (or printRow) first, so that they cannot add lines or columns.
  */
 export const print = (...lines: string[]): void => {
   process.stdout.write(`${terminalSafe(lines.join('\n'))}\n`);
 };
 
-const UNSAFE_IN_A_TERMINAL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+/** One line of tab-separated values, each shown on one line (see inline). */
+export const printRow = (...values: string[]): void => print(values.map(inline).join('\t'));
 
+const UNSAFE_IN_A_TERMINAL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_IN_A_LINE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+const escaped = (character: string): string => {
+  const code = character.charCodeAt(0);
+  return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`;
+};
+
+/** Text for a terminal: its line breaks and tabs kept (a CRLF as one line break), other controls escaped. */
 export function terminalSafe(text: string): string {
-  return text.replace(/\r\n/g, '\n').replace(UNSAFE_IN_A_TERMINAL, (character) => {
-    const code = character.charCodeAt(0);
-    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`;
-  });
+  return text.replace(/\r\n/g, '\n').replace(UNSAFE_IN_A_TERMINAL, escaped);
+}
+
+/** A value inside a line: every control character escaped, line breaks and tabs too. */
+export function inline(value: string): string {
+  return value.replace(UNSAFE_IN_A_LINE, escaped);
 }

@@ -1,7 +1,7 @@
 import type { Database } from '../db/database.ts';
 import { ALL_SCOPES, isScope } from '../modules/oauth/scopes.ts';
 import { TenantService } from '../modules/tenants/service.ts';
-import { parseFlags, print, UsageError, withServices } from './args.ts';
+import { parseFlags, print, printRow, UsageError, withServices } from './args.ts';
 
 export async function requireTenant(services: { tenants: Pick<TenantService, 'get'> }, id: string) {
   const tenant = await services.tenants.get(id);
@@ -46,7 +46,7 @@ export async function clientsCommand([sub, ...args]: string[]): Promise<void> {
       return withServices(async (services) => {
         const tenant = await requireTenant(services, tenantId);
         for (const client of await services.clients.list(tenant.id))
-          print(`${client.clientId}\t${client.name}\t${client.scopes.join(' ')}`);
+          printRow(client.clientId, client.name, client.scopes.join(' '));
       });
     }
     default:

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { AttemptLog, type AttemptLine, type AttemptScope } from '../modules/event-streams/attempt-log.ts';
-import { parseFlags, print, UsageError } from './args.ts';
+import { parseFlags, printRow, UsageError } from './args.ts';
 import { requireTenantIn } from './clients.ts';
 
 const POLL_MS = 500;
@@ -51,7 +51,7 @@ async function tail(filter: AttemptScope): Promise<void> {
         if (shown.has(key)) continue;
         shown.set(key, attempt.timestamp);
         if (attempt.timestamp > latest) latest = attempt.timestamp;
-        print(line(attempt));
+        printRow(...fields(attempt));
       }
       for (const [key, at] of shown) if (at < since) shown.delete(key);
       // Ended early by a signal: the loop's condition sees it.
@@ -71,8 +71,8 @@ async function checkFilter(database: Database, attempts: AttemptLog, filter: Att
   }
 }
 
-/** time, stream, event, type, status, duration, and the error when there is one; tab-separated. */
-function line(a: AttemptLine): string {
+/** time, stream, event, type, status, duration, and the error when there is one: a line's values. */
+function fields(a: AttemptLine): string[] {
   const duration = a.duration === null ? '-' : `${Math.round(Number(a.duration))}ms`;
   return [
     a.timestamp,
@@ -82,5 +82,5 @@ function line(a: AttemptLine): string {
     a.status,
     duration,
     ...(a.error_message ? [a.error_message] : []),
-  ].join('\t');
+  ];
 }

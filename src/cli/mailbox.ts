@@ -1,6 +1,6 @@
 import { loadConfig } from '../config.ts';
 import { listMailbox, mailboxDir, readMailboxEntry } from '../mail/mailbox.ts';
-import { parseFlags, print, UsageError } from './args.ts';
+import { inline, parseFlags, print, printRow, UsageError } from './args.ts';
 
 /** The development mailbox (emails written to DATA_DIR/mailbox while SMTP_URL is unset); no database needed. */
 export async function mailboxCommand([sub, ...args]: string[]): Promise<void> {
@@ -8,7 +8,7 @@ export async function mailboxCommand([sub, ...args]: string[]): Promise<void> {
   switch (sub) {
     case 'list': {
       parseFlags('mailbox list', args, []);
-      for (const entry of listMailbox(dir)) print(`${entry.id}\t${entry.date}\t${entry.to}\t${entry.subject}`);
+      for (const entry of listMailbox(dir)) printRow(entry.id, entry.date, entry.to, entry.subject);
       return;
     }
     case 'show': {
@@ -19,12 +19,12 @@ export async function mailboxCommand([sub, ...args]: string[]): Promise<void> {
       if (!found) throw new UsageError(`mailbox show: no email "${id}" in ${dir}`);
       const { entry, emlFile } = found;
       print(
-        `Id: ${entry.id}`,
-        `Date: ${entry.date}`,
-        `From: ${entry.from}`,
-        `To: ${entry.to}`,
-        `Subject: ${entry.subject}`,
-        `File: ${emlFile}`,
+        `Id: ${inline(entry.id)}`,
+        `Date: ${inline(entry.date)}`,
+        `From: ${inline(entry.from)}`,
+        `To: ${inline(entry.to)}`,
+        `Subject: ${inline(entry.subject)}`,
+        `File: ${inline(emlFile)}`,
         '',
         entry.html,
       );

@@ -1,6 +1,6 @@
 import { ConfigError } from '../config.ts';
 import { SeedError } from '../seed/load.ts';
-import { UsageError } from './args.ts';
+import { terminalSafe, UsageError } from './args.ts';
 import { clientsCommand } from './clients.ts';
 import { customDomainsCommand } from './custom-domains.ts';
 import { devCertCommand } from './dev-cert.ts';
@@ -106,7 +106,8 @@ export async function main(argv: string[]): Promise<void> {
     const known = error instanceof UsageError || error instanceof ConfigError || error instanceof SeedError;
     // Unexpected failures (a database down, a bug) keep their stack when TENANTRY_DEBUG asks for it.
     const detail = !known && process.env.TENANTRY_DEBUG ? (error as Error).stack : (error as Error).message;
-    process.stderr.write(`tenantry: ${detail}\n`);
+    // A message may quote what it refused (a record of an import, a line of a seed): shown inert, as stdout is.
+    process.stderr.write(`tenantry: ${terminalSafe(String(detail))}\n`);
     process.exitCode = known ? 2 : 1;
   }
 }

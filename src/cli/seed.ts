@@ -6,7 +6,7 @@ import { applySeed } from '../seed/apply.ts';
 import { findSeedFile, readSeedFile } from '../seed/load.ts';
 import { exportSeed, seedYaml } from '../seed/export.ts';
 import { writeFileReplacing } from '../write-file.ts';
-import { parseFlags, print, UsageError, withServices } from './args.ts';
+import { parseFlags, print, terminalSafe, UsageError, withServices } from './args.ts';
 
 /** `tenantry serve [--seed FILE]`: a seed named, or tenantry.seed.yaml/.yml/.json found in the working directory. */
 export async function serveCommand(args: string[]): Promise<void> {
@@ -89,7 +89,8 @@ export async function seedCommand([sub, ...args]: string[]): Promise<void> {
       );
       const file = flags.string('file');
       if (file !== undefined) writeExport(path.resolve(file), text, withSecrets);
-      else process.stdout.write(text);
+      // On a terminal, shown inert (see print); to a file or a pipe, the seed as it is, to be read back.
+      else process.stdout.write(process.stdout.isTTY ? terminalSafe(text) : text);
       return;
     }
     default:

@@ -1,6 +1,6 @@
 import { provisionTenant } from '../bootstrap.ts';
 import { TENANT_ID_PATTERN, TenantTaken } from '../modules/tenants/service.ts';
-import { parseFlags, print, UsageError, withServices } from './args.ts';
+import { parseFlags, print, printRow, UsageError, withServices } from './args.ts';
 
 export async function tenantsCommand([sub, ...args]: string[]): Promise<void> {
   switch (sub) {
@@ -26,7 +26,7 @@ export async function tenantsCommand([sub, ...args]: string[]): Promise<void> {
     case 'list': {
       parseFlags('tenants list', args, []);
       return withServices(async (services) => {
-        for (const tenant of await services.tenants.list()) print(`${tenant.id}\t${tenant.domain}`);
+        for (const tenant of await services.tenants.list()) printRow(tenant.id, tenant.domain);
       });
     }
     default:

@@ -253,6 +253,8 @@ export interface RedisRateLimitOptions {
   whenUnavailable?: RedisFailurePolicy;
   /** Every Redis failure as it happens, connection errors too (for tests and metrics); never throws back. */
   onError?: (err: Error) => void;
+  /** After a failed probe of an outage, how long until Redis is asked again; REDIS_PROBE_MS unless told (tests). */
+  probeIntervalMs?: number;
 }
 
 /**
@@ -270,8 +272,22 @@ export function redisRateLimiters(
   let redis: ScriptedRedis | undefined;
   let open = 0;
 
+  // While an outage lasts on a connection that still looks ready (Redis stalled, or answering with
+  // errors), requests are decided without it at once: waiting out the command timeout on every request
+  // would add a second to each. One request at a time also sends its command in the background (a
+  // probe): at once when the outage starts, then a probe interval after each probe that failed. Redis
+  // answering one ends the outage; a connection that was down ends it by becoming ready again.
+  const probeIntervalMs = options.probeIntervalMs ?? REDIS_PROBE_MS;
+  let probing = false;
+  /** On performance.now()'s clock, which no step of the wall clock moves: no probe before it. */
+  let probeAfter = 0;
+  /** Failures so far: an answer ends the outage only when nothing failed after its command was sent. */
+  let failures = 0;
+
   const failed = (err: unknown): void => {
     const error = err instanceof Error ? err : new Error(String(err));
+    probeAfter = outage.ongoing ? performance.now() + probeIntervalMs : 0;
+    failures++;
     outage.failed(error);
     try {
       options.onError?.(error);
@@ -294,18 +310,6 @@ export function redisRateLimiters(
     client.defineCommand('tenantryRateLimitTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
     client.defineCommand('tenantryRateLimitGiveBack', { numberOfKeys: 1, lua: GIVE_BACK_SCRIPT });
     return client;
-  };
-
-  // While an outage lasts on a connection that still looks ready (Redis stalled, or answering with
-  // errors), requests are decided without it at once: waiting out the command timeout on every request
-  // would add a second to each. One request at a time, once a probe interval has passed since the last
-  // failure, also sends its command in the background; Redis answering it ends the outage. A connection
-  // that is down ends it by becoming ready again.
-  let probing = false;
-  let probeAfter = 0;
-  const failedNow = (err: unknown): void => {
-    probeAfter = Date.now() + REDIS_PROBE_MS;
-    failed(err);
   };
 
   return (settings) => {
@@ -335,26 +339,27 @@ export function redisRateLimiters(
         !(Number.isFinite(left) && left >= 0) ||
         !(Number.isFinite(now) && now > 0)
       )
-        throw new Error('Redis answered the rate-limit script with an unexpected reply');
+        throw new Error(
+          `Redis answered the rate-limit script with an unexpected reply (${Array.isArray(reply) ? `an array of ${reply.length}` : typeof reply})`,
+        );
       // At most the size here, whatever another node's settings left in the bucket.
       return stateOf(allowed === 1, Math.min(left, size), now, settings);
     };
+    /** Redis's decision for `key`: what Redis threw, or an error for a reply not of the script's shape. */
+    const ask = async (key: string): Promise<RateLimitState> => {
+      const sent = failures;
+      const state = stateOfReply(await client.tenantryRateLimitTake(REDIS_KEY_PREFIX + key, size, refillPerSecond));
+      if (sent === failures) outage.recovered();
+      return state;
+    };
     const probe = (key: string): void => {
-      if (probing || client.status !== 'ready' || Date.now() < probeAfter) return;
+      if (probing || client.status !== 'ready' || performance.now() < probeAfter) return;
       probing = true;
-      client.tenantryRateLimitTake(REDIS_KEY_PREFIX + key, size, refillPerSecond).then(
-        (reply) => {
-          probing = false;
-          try {
-            stateOfReply(reply);
-            outage.recovered();
-          } catch (err) {
-            failedNow(err);
-          }
-        },
+      ask(key).then(
+        () => (probing = false),
         (err: unknown) => {
           probing = false;
-          failedNow(err);
+          failed(err);
         },
       );
     };
@@ -367,21 +372,20 @@ export function redisRateLimiters(
           return withoutRedis(key);
         }
         try {
-          const state = stateOfReply(await client.tenantryRateLimitTake(REDIS_KEY_PREFIX + key, size, refillPerSecond));
-          outage.recovered();
-          return state;
+          return await ask(key);
         } catch (err) {
-          failedNow(err);
+          failed(err);
           return withoutRedis(key);
         }
       },
       async giveBack(key) {
         if (outage.ongoing) return local?.giveBack(key);
+        const sent = failures;
         try {
           await client.tenantryRateLimitGiveBack(REDIS_KEY_PREFIX + key, size, refillPerSecond);
-          outage.recovered();
+          if (sent === failures) outage.recovered();
         } catch (err) {
-          failedNow(err);
+          failed(err);
           await local?.giveBack(key);
         }
       },

@@ -26,7 +26,8 @@ export type MailOutcome =
   | { kind: 'retryable'; error: string; cause?: string };
 
 /** What a tenant is told of a failure that was not about its email (see MailOutcome). */
-export const MAIL_SERVER_FAILED = 'The mail server could not be reached, or refused the connection or the login.';
+export const MAIL_SERVER_FAILED =
+  'The mail server could not be reached, or refused the connection, its TLS upgrade or the login.';
 
 /**
  * nodemailer's `command` of the failures that are about the email itself (its sender, recipients or
@@ -69,9 +70,11 @@ function describeSmtpUrl(smtpUrl: string): string {
  * Whether the login waits for TLS. Over plain `smtp://` nodemailer upgrades with STARTTLS only when the
  * server offers it, so a server that does not, or anyone on the path who strips the offer from its
  * greeting, would receive the credentials in clear. With credentials, TLS is required: the send fails
- * rather than log in without it. The machine itself (127.0.0.1, ::1, localhost) is exempt, since a local
- * relay often speaks no TLS and nothing is on that path; `?requireTLS=false` in SMTP_URL turns it off
- * for a relay elsewhere (the URL's options override these).
+ * rather than log in without it. A relay on this machine often speaks no TLS, and nothing is on that
+ * path: 127.0.0.1 and [::1] are exempt, as addresses only (nodemailer resolves a name such as localhost
+ * through DNS, whose answer would then choose where the login goes), and only when no `proxy` or
+ * `service` option sends the connection elsewhere. `?requireTLS=false` in SMTP_URL turns it off for a
+ * relay elsewhere (the URL's options override these).
  */
 function loginNeedsTls(smtpUrl: string): boolean {
   let url: URL;
@@ -80,9 +83,9 @@ function loginNeedsTls(smtpUrl: string): boolean {
   } catch {
     return false;
   }
-  const host = url.hostname.toLowerCase();
-  const loopback = host === '127.0.0.1' || host === '[::1]' || host === 'localhost';
-  return url.protocol === 'smtp:' && (url.username !== '' || url.password !== '') && !loopback;
+  if (url.protocol !== 'smtp:' || (url.username === '' && url.password === '')) return false;
+  const thisMachine = url.hostname === '127.0.0.1' || url.hostname === '[::1]';
+  return !(thisMachine && !url.searchParams.has('proxy') && !url.searchParams.has('service'));
 }
 
 export function smtpTransport(smtpUrl: string, settings: { timeoutMs: number; concurrency: number }): MailTransport {
@@ -107,18 +110,17 @@ export function smtpTransport(smtpUrl: string, settings: { timeoutMs: number; co
       } catch (cause) {
         const error = cause as Error & { responseCode?: number; code?: string; command?: string };
         const message = truncate(error.message ?? String(cause));
-        // A refused login or TLS upgrade is the server's configuration (or the path's), not the message:
-        // it may work once that is fixed.
-        const permanent =
-          error.responseCode !== undefined &&
-          error.responseCode >= 500 &&
-          error.code !== 'EAUTH' &&
-          error.code !== 'ETLS';
-        const failure =
-          typeof error.command === 'string' && ABOUT_THE_EMAIL.test(error.command)
-            ? { error: message }
-            : { error: MAIL_SERVER_FAILED, cause: message };
-        return { kind: permanent ? 'rejected' : 'retryable', ...failure };
+        // Only a refusal of the email itself is final, and the tenant's to read: the mail server's reply
+        // to its sender, recipients or content, or nodemailer's own refusal of its envelope or message.
+        // Anything else (the connection, the greeting, TLS, the login) is the server's configuration or
+        // the path's: it may work once that is fixed, so it is retried.
+        const aboutTheEmail =
+          (typeof error.command === 'string' && ABOUT_THE_EMAIL.test(error.command)) ||
+          error.code === 'EENVELOPE' ||
+          error.code === 'EMESSAGE';
+        if (!aboutTheEmail) return { kind: 'retryable', error: MAIL_SERVER_FAILED, cause: message };
+        const permanent = error.responseCode === undefined || error.responseCode >= 500;
+        return { kind: permanent ? 'rejected' : 'retryable', error: message };
       }
     },
     close: () => transport.close(),

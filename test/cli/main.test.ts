@@ -343,6 +343,22 @@ describe('tenantry command line', { concurrency: true }, () =>
         assert.ok(show.endsWith(`<p>Hello ${shown}</p>\n<p>\tBye</p>\n`), show);
         for (const out of [listed, list, show])
           assert.doesNotMatch(out, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
+
+        // Within a listed value, tabs and line breaks are escaped too: no forged column or row.
+        const forger = await services.clients.create('ansi', {
+          name: 'A\tread:users\nforged-id\tB',
+          scopes: ['read:users'],
+        });
+        assert.ok(
+          (await ok('clients', 'list', '--tenant', 'ansi')).includes(
+            `${forger.clientId}\tA\\x09read:users\\x0aforged-id\\x09B\tread:users\n`,
+          ),
+        );
+
+        // An error quoting what it refused is shown inert on stderr too.
+        const refused = await fails(hostile);
+        assert.ok(refused.startsWith(`tenantry: unknown command "${shown}"`), refused);
+        assert.doesNotMatch(refused, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
       });
     });
   }),

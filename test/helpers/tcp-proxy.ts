@@ -50,6 +50,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   return {
     port,
     async stop() {
+      stalled = false;
+      held.length = 0;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of sockets) socket.destroy();
       await closed;

@@ -228,43 +228,48 @@ describe('a server whose Redis goes away', () => {
 });
 
 describe('a Redis that hangs with its connection open', () => {
-  it('costs one command timeout: meanwhile requests are decided at once, and one probe at a time ends the outage', async (t) => {
+  it('costs the requests in flight one command timeout; meanwhile requests are decided at once, and probes end the outage', async (t) => {
     if (!requireRedis(t)) return;
     const proxy = await startTcpProxy({ host: redisUrl.hostname, port: Number(redisUrl.port || 6379) });
     const log = logCapture();
+    const errors: Error[] = [];
     const limits = redisRateLimiters(throughProxy(proxy), {
       logger: createLogger({ logLevel: 'info' }, { stream: log.stream }),
       whenUnavailable: 'allow',
+      onError: (error) => errors.push(error),
+      probeIntervalMs: 200,
     });
     const limit = limits({ size: 20, refillPerSecond: 0.001 });
     const key = `${runId}hang`;
     const admin = new Redis(redisUrl.href);
-    /** Tokens the shared bucket holds: each command that reached Redis spent one. */
+    /** Whole tokens the shared bucket holds: each command that reached Redis spent one. */
     const tokensInRedis = async () => Math.floor(Number(await admin.hget(REDIS_KEY_PREFIX + key, 't')));
     try {
       assert.equal((await limit.take(key)).remaining, 19);
 
       proxy.stall();
-      // The connection stays ready: this command reaches Redis and waits out the command timeout.
+      // The connection stays ready: this command reaches Redis, and its answer never comes back in time.
       const first = await limit.take(key);
       assert.deepEqual([first.allowed, first.remaining], [true, 19]);
       assert.equal(log.starts().length, 1, JSON.stringify(log.lines));
-      // Within the probe interval the requests are decided without sending anything to Redis.
+      // Decided at once without Redis; the first of them also probes, in the background, at once.
       const during = await Promise.all(Array.from({ length: 5 }, () => limit.take(key)));
       assert.ok(during.every((state) => state.allowed && state.remaining === 19));
-      assert.equal(await tokensInRedis(), 18, 'only the first command of the outage reached Redis');
+      await eventually('the probe timed out', async () => (errors.length === 2 ? true : undefined));
+      assert.equal(await tokensInRedis(), 17, 'the first command and one probe reached Redis, nothing else');
 
       proxy.release();
-      // A request after the probe interval sends one command in the background; its answer ends the outage.
+      // A probe interval after the failed probe, a request probes again; the answer ends the outage.
       await eventually('the end of the outage logged', async () => {
         if (log.ends().length > 0) return true;
         await limit.take(key);
         return undefined;
       });
-      assert.equal(await tokensInRedis(), 17, 'one probe reached Redis');
+      assert.equal(await tokensInRedis(), 16, 'one more probe reached Redis');
       const back = await limit.take(key);
-      assert.deepEqual([back.allowed, back.remaining], [true, 16], 'back on the shared bucket');
+      assert.deepEqual([back.allowed, back.remaining], [true, 15], 'back on the shared bucket');
       assert.equal(log.starts().length, 1, JSON.stringify(log.lines));
+      assert.equal(errors.length, 2);
     } finally {
       proxy.release();
       await limit.close();
@@ -274,12 +279,12 @@ describe('a Redis that hangs with its connection open', () => {
   });
 });
 
+const bulk = (value: string) => `$${value.length}\r\n${value}\r\n`;
+
 /**
  * A server speaking Redis's protocol that answers the rate-limit script with `reply` (RESP text): what
  * a broken or impersonating Redis could send.
  */
-const bulk = (value: string) => `$${value.length}\r\n${value}\r\n`;
-
 async function fakeRedis(reply: () => string): Promise<{ url: string; close(): Promise<void> }> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
@@ -331,7 +336,8 @@ function parseCommand(text: string): { args: string[]; length: number } | undefi
 describe('a Redis that answers the script with something else', () => {
   const replies: Record<string, string> = {
     'tokens and time not numbers': `*3\r\n:1\r\n${bulk('nan')}${bulk('nan')}`,
-    'tokens of minus infinity': `*3\r\n:1\r\n${bulk('-inf')}${bulk('1700000000000')}`,
+    'negative tokens': `*3\r\n:1\r\n${bulk('-1')}${bulk('1700000000000')}`,
+    'infinite tokens': `*3\r\n:1\r\n${bulk('1e400')}${bulk('1700000000000')}`,
     'allowed as a string': `*3\r\n${bulk('1')}${bulk('5')}${bulk('1700000000000')}`,
     'a nil reply': '$-1\r\n',
     'a number': ':5\r\n',

@@ -129,7 +129,7 @@ export class Deliveries {
       ['date_from', fromMs],
     ] as const)
       if (Number.isNaN(ms))
-        throw badRequest.queryParameter(`${name} must be an RFC 3339 date-time, its offset as ±hh:mm`, name);
+        throw badRequest.queryParameter(`${name} must be an RFC 3339 date-time (an offset as Z or ±hh:mm)`, name);
     if (!(fromMs < toMs)) throw badRequest.queryParameter('date_from must be before date_to', 'date_from');
     if (toMs - fromMs > MAX_STATS_WINDOW_HOURS * HOUR_MS)
       throw badRequest.queryParameter(`The window is longer than ${MAX_STATS_WINDOW_HOURS} hours`, 'date_from');

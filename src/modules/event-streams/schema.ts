@@ -220,8 +220,11 @@ export type SigningSecretList = Static<typeof SigningSecretList>;
 /** The longest window the statistics cover: a bounded read of one stream's attempts. */
 export const MAX_STATS_WINDOW_HOURS = 24;
 
-/** `2026-11-27T10:00:00.000+01:00`: milliseconds and an offset, as clients in any time zone send them. */
-const DATE_TIME_WITH_OFFSET = 29;
+/**
+ * An offset and fractional seconds, as clients in any time zone send them: `…T10:00:00.000+01:00` (29
+ * characters), Python's microseconds (32), Java's nanoseconds (35).
+ */
+const DATE_TIME_WITH_OFFSET = 35;
 
 export const StatsQuery = Type.Object(
   {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import net from 'node:net';
+import { after, describe, it, type TestContext } from 'node:test';
 import { Writable } from 'node:stream';
 import { MAIL_SERVER_FAILED, smtpTransport } from '../../../src/mail/transport.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -32,14 +33,22 @@ describe('the SMTP login and TLS', () => {
   after(async () => {
     for (const receiver of receivers) await receiver.close();
   });
-  const receiver = async (host: string) => {
-    const started = await startSmtpReceiver(credentials, host);
-    receivers.push(started);
-    return started;
+  /** A receiver on `host`; skips the test where that loopback address cannot be listened on (macOS). */
+  const receiver = async (t: TestContext, host: string, login: typeof credentials | null = credentials) => {
+    try {
+      const started = await startSmtpReceiver(login ?? undefined, host);
+      receivers.push(started);
+      return started;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRNOTAVAIL') throw error;
+      t.skip(`${host} is not a local address here`);
+      return undefined;
+    }
   };
 
-  it('never sends credentials to a server elsewhere that offers no STARTTLS: the send fails, to be retried', async () => {
-    const smtp = await receiver('127.0.0.2');
+  it('never sends credentials to a server elsewhere that offers no STARTTLS: the send fails, to be retried', async (t) => {
+    const smtp = await receiver(t, '127.0.0.2');
+    if (!smtp) return;
     const outcome = await send(smtp.url);
     assert.equal(outcome.kind, 'retryable');
     assert.equal((outcome as { error: string }).error, MAIL_SERVER_FAILED);
@@ -47,22 +56,35 @@ describe('the SMTP login and TLS', () => {
     assert.equal(smtp.loginCount(), 0, 'no login was sent');
   });
 
-  it('logs in without TLS when SMTP_URL says ?requireTLS=false', async () => {
-    const smtp = await receiver('127.0.0.2');
+  it('logs in without TLS when SMTP_URL says ?requireTLS=false', async (t) => {
+    const smtp = await receiver(t, '127.0.0.2');
+    if (!smtp) return;
     assert.deepEqual(await send(`${smtp.url}?requireTLS=false`), { kind: 'sent' });
     assert.equal(smtp.loginCount(), 1);
     assert.equal((await smtp.next(email.to)).subject, email.subject);
   });
 
-  it('logs in without TLS to a relay on this machine (127.0.0.1)', async () => {
-    const smtp = await receiver('127.0.0.1');
+  it('logs in without TLS to a relay on this machine (127.0.0.1)', async (t) => {
+    const smtp = (await receiver(t, '127.0.0.1'))!;
     assert.deepEqual(await send(smtp.url), { kind: 'sent' });
     assert.equal(smtp.loginCount(), 1);
   });
 
-  it('sends without TLS to a server elsewhere when there is no login to protect', async () => {
-    const smtp = await startSmtpReceiver(undefined, '127.0.0.2');
-    receivers.push(smtp);
+  it('exempts addresses, not names: a relay named localhost gets no login in clear (DNS would choose where it goes)', async (t) => {
+    const smtp = (await receiver(t, '127.0.0.1'))!;
+    const named = new URL(smtp.url);
+    named.hostname = 'localhost';
+    const outcome = await send(named.href);
+    assert.equal(outcome.kind, 'retryable');
+    assert.equal(smtp.loginCount(), 0);
+    // Nor through a proxy option, which sends the connection elsewhere whatever the host says.
+    assert.equal((await send(`${smtp.url}?proxy=${encodeURIComponent('socks5://127.0.0.1:9')}`)).kind, 'retryable');
+    assert.equal(smtp.loginCount(), 0);
+  });
+
+  it('sends without TLS to a server elsewhere when there is no login to protect', async (t) => {
+    const smtp = await receiver(t, '127.0.0.2', null);
+    if (!smtp) return;
     assert.deepEqual(await send(smtp.url), { kind: 'sent' });
     assert.equal(smtp.loginCount(), 0);
   });
@@ -87,6 +109,29 @@ describe('what a failed send tells the tenant and the operator', () => {
       assert.match((unreachable as { cause?: string }).cause ?? '', /ECONNREFUSED/);
     } finally {
       await smtp.close().catch(() => undefined);
+    }
+  });
+
+  it('a server that refuses at its greeting (554): the fixed reason, retried; an envelope nodemailer refuses: final, its own words', async () => {
+    const refusing = net.createServer((socket) => socket.end('554 5.7.1 This relay does not serve you\r\n'));
+    await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `smtp://127.0.0.1:${(refusing.address() as net.AddressInfo).port}`;
+      const greeting = await send(url);
+      assert.deepEqual([greeting.kind, (greeting as { error: string }).error], ['retryable', MAIL_SERVER_FAILED]);
+      assert.match((greeting as { cause?: string }).cause ?? '', /554/);
+    } finally {
+      await new Promise<void>((resolve) => refusing.close(() => resolve()));
+    }
+    const smtp = await startSmtpReceiver(credentials);
+    try {
+      const transport = smtpTransport(smtp.url, { timeoutMs: 5_000, concurrency: 1 });
+      const noRecipient = await transport.send({ ...email, to: '' }).finally(() => transport.close());
+      assert.equal(noRecipient.kind, 'rejected');
+      assert.match((noRecipient as { error: string }).error, /recipient/i);
+      assert.equal((noRecipient as { cause?: string }).cause, undefined);
+    } finally {
+      await smtp.close();
     }
   });
 
