@@ -50,11 +50,11 @@ function judgeName(raw: string): boolean {
       // A malformed escape: judged as written.
     }
   }
-  // As parsers read it: `ticket[]`, `token.`, `ticket ` and `x_token<NUL>` are still those names.
-  name = name
-    .toLowerCase()
-    .replace(/\[.*$/, '')
-    .replace(/[^a-z0-9_-]+/g, '');
+  // As parsers read it: `ticket[]`, `token.`, `ticket ` and `x_token<NUL>` are still those names. Cut
+  // at the first bracket with indexOf: a pattern such as /\[.*$/ retried from every bracket took time
+  // quadratic in a client's name (16,000 brackets and a decoded line break: 0.4 s an access line).
+  const bracket = name.indexOf('[');
+  name = (bracket === -1 ? name : name.slice(0, bracket)).toLowerCase().replace(/[^a-z0-9_-]+/g, '');
   return SECRET_NAMES.has(name) || SECRET_ENDINGS.test(name);
 }
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { WebhookSender } from '../../src/modules/event-streams/delivery/send.ts';
-import { redactUrl } from '../../src/http/log-redaction.ts';
+import { CENSOR, redactUrl } from '../../src/http/log-redaction.ts';
 import { createTestDatabase, databaseKinds } from '../helpers/databases.ts';
 import { freePort } from '../helpers/server-process.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -43,6 +43,17 @@ describe('redactUrl', () => {
       redactUrl('/cb?code=C&session_id=S&id_token_hint=H&state=keep'),
       '/cb?code=[redacted]&session_id=[redacted]&id_token_hint=[redacted]&state=keep',
     );
+  });
+
+  it('reads a name of many brackets and a line break in time linear in its length (a client may send one in any URL)', () => {
+    // Quadratic, 100,000 brackets took about 15 s; linear, a few ms. The bound leaves room for a slow machine.
+    const name = `${'['.repeat(100_000)}%0A`;
+    const started = performance.now();
+    assert.equal(
+      redactUrl(`/x?${name}=1&ticket[${'['.repeat(100_000)}%0A=secret`),
+      `/x?${name}=1&ticket[${'['.repeat(100_000)}%0A=${CENSOR}`,
+    );
+    assert.ok(performance.now() - started < 1_000, `${Math.round(performance.now() - started)} ms`);
   });
 
   it('replaces the user-info of an absolute URL', () => {
