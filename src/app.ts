@@ -1,8 +1,8 @@
 import Fastify, { type FastifyHttpsOptions, type FastifyInstance } from 'fastify';
 import type { SecureContextOptions } from 'node:tls';
 import { badRequest } from './http/errors.ts';
-import { hasLoneSurrogate, mayHoldLoneSurrogate } from './lone-surrogates.ts';
 import { registerApiReference } from './http/api-reference.ts';
+import { parseJsonBody } from './http/json-body.ts';
 import { registerConsole } from './http/console.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { AccessLog, requestLoggerFactory } from './http/access-log.ts';
@@ -98,23 +98,9 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     if (body === '') return done(null, undefined);
-    const text = body as string;
-    // Checked as it is parsed, and only in text with a surrogate's escape (see lone-surrogates.ts).
-    const checking = mayHoldLoneSurrogate(text);
-    let lone = false;
-    let parsed: unknown;
-    try {
-      // Prototype keys are dropped so a body can never reach an object's prototype.
-      parsed = JSON.parse(text, (key, value: unknown) => {
-        if (key === '__proto__') return undefined;
-        if (checking && (hasLoneSurrogate(key) || (typeof value === 'string' && hasLoneSurrogate(value)))) lone = true;
-        return value;
-      });
-    } catch {
-      return done(badRequest.malformedJson(), undefined);
-    }
-    if (lone) return done(badRequest.loneSurrogate(), undefined);
-    done(null, parsed);
+    const parsed = parseJsonBody(body as string);
+    if (!('refused' in parsed)) return done(null, parsed.value);
+    done(parsed.refused === 'malformed' ? badRequest.malformedJson() : badRequest.loneSurrogate(), undefined);
   });
   registerFormBodySupport(app);
   registerErrorHandling(app, config.bodyLimitBytes);
