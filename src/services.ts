@@ -238,6 +238,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     new UsersImportStore(database),
     connections,
     users,
+    eventStreams,
     { maxBytes: config.usersImportMaxBytes, leaseMs: config.usersImportLeaseMs },
     logger,
     () => usersImportWorker?.wake(),

@@ -41,6 +41,14 @@ export class EventOutbox {
    * A batch (an import of thousands of users) reads each tenant's streams once and is written in
    * multi-row inserts; a change no stream subscribes to writes nothing.
    */
+  /** How many deliveries one event of `type` of the tenant makes now: its enabled streams subscribed to it. */
+  async deliveriesPerEvent(tenantId: string, type: string): Promise<number> {
+    const streams = await this.streams.subscribers(undefined, tenantId);
+    return streams.filter((stream) =>
+      (JSON.parse(stream.subscriptions) as Array<{ event_type: string }>).some((s) => s.event_type === type),
+    ).length;
+  }
+
   async record(trx: Tx, inputs: readonly EventInput[]): Promise<void> {
     const events: EventRow[] = [];
     const deliveries: DeliveryRow[] = [];

@@ -72,6 +72,11 @@ export class EventStreamService {
     return this.outbox.record(trx, events);
   }
 
+  /** How many deliveries one event of `type` of the tenant makes now (see EventOutbox). */
+  deliveriesPerEvent(tenantId: string, type: string): Promise<number> {
+    return this.outbox.deliveriesPerEvent(tenantId, type);
+  }
+
   /** Deliveries due now across every stream, and when the oldest fell due: the outbox's backlog. */
   dueBacklog(): Promise<{ due: number; oldestDueAt: string | undefined }> {
     return this.deliveryStore.dueBacklog(now());

@@ -9,6 +9,7 @@ import { LONE_SURROGATE_MESSAGE, loneSurrogateIn } from '../../lone-surrogates.t
 import { newId } from '../../ids.ts';
 import type { Logger } from '../../logger.ts';
 import type { ConnectionService } from '../connections/service.ts';
+import type { EventStreamService } from '../event-streams/service.ts';
 import { DuplicateUsers, type UserService } from '../users/service.ts';
 import { IDP_TOKEN_FIELDS, OWN_PROVIDER, OWN_PROVIDER_ALIASES } from '../users/user.ts';
 import {
@@ -38,6 +39,13 @@ const BATCH_RECORDS = 1000;
  * event loop 1.25 s; a thousand would have held it for 20 s and a gigabyte of memory.
  */
 const BATCH_CHARACTERS = 4 * 1024 * 1024;
+/**
+ * …and outbox rows per transaction: each user's user.created event makes a delivery for every stream
+ * subscribed to it, so a batch writes records × streams rows. 1,000 records for 100 streams wrote
+ * 100,000 in one transaction, 2 s of the event loop, batch after batch; the records of a batch are
+ * fewer as the streams are more (at least one).
+ */
+const BATCH_OUTBOX_ROWS = 5_000;
 /** Refused records kept for GET /jobs/{id}/errors; the summary counts every one. */
 export const MAX_STORED_ERRORS = 10_000;
 /** A job's refused records for GET /jobs/{id}/errors: none, or their JSON array as it is read. */
@@ -103,6 +111,7 @@ export class UsersImportService {
     private readonly store: UsersImportStore,
     private readonly connections: Pick<ConnectionService, 'byId'>,
     private readonly users: Pick<UserService, 'importBatch'>,
+    private readonly events: Pick<EventStreamService, 'deliveriesPerEvent'>,
     private readonly settings: UsersImportSettings,
     private readonly logger: Logger,
     /** Tells this node's worker a job is waiting. */
@@ -341,12 +350,23 @@ export class UsersImportService {
     });
     let batch: FileRecord[] = [];
     let batchCharacters = 0;
+    /** Read again before every batch: streams subscribed meanwhile count from the next batch. */
+    const batchRecords = async () =>
+      Math.max(
+        1,
+        Math.min(
+          BATCH_RECORDS,
+          Math.floor(BATCH_OUTBOX_ROWS / (await this.events.deliveriesPerEvent(job.tenant_id, 'user.created'))),
+        ),
+      );
+    let recordsPerBatch = await batchRecords();
     const commit = async () => {
       const outcome = await this.commitBatch(job, lease, batch, failed);
       lease = outcome.lease;
       failed += outcome.failed;
       batch = [];
       batchCharacters = 0;
+      recordsPerBatch = await batchRecords();
       // SQLite's calls are synchronous: without a turn of the event loop between batches, a long import
       // would hold off every request until it ends.
       await yieldToEventLoop();
@@ -364,7 +384,7 @@ export class UsersImportService {
           for (const record of splitter.push(skip > 0 ? chunk.data.subarray(skip) : chunk.data)) {
             batch.push(record);
             batchCharacters += record.text.length;
-            if (batch.length >= BATCH_RECORDS || batchCharacters >= BATCH_CHARACTERS) {
+            if (batch.length >= recordsPerBatch || batchCharacters >= BATCH_CHARACTERS) {
               await commit();
               if (stopping()) {
                 // Another worker (this node's next start, or another node) resumes after this batch.

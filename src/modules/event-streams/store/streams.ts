@@ -104,9 +104,9 @@ export class StreamStore {
     return updated.numUpdatedRows !== 0n;
   }
 
-  /** The tenant's enabled streams and what they subscribe to (JSON): where its events go. */
-  subscribers(trx: Tx, tenantId: string): Promise<Array<Pick<StreamRow, 'id' | 'subscriptions'>>> {
-    return trx
+  /** The tenant's enabled streams and what they subscribe to (JSON): where its events go; in `trx` when given. */
+  subscribers(trx: Tx | undefined, tenantId: string): Promise<Array<Pick<StreamRow, 'id' | 'subscriptions'>>> {
+    return (trx ?? this.database.db)
       .selectFrom('event_streams')
       .select(['id', 'subscriptions'])
       .where('tenant_id', '=', tenantId)
