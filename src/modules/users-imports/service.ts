@@ -360,8 +360,11 @@ export class UsersImportService {
         ),
       );
     let recordsPerBatch = await batchRecords();
+    /** Batches committed by this run (a resumed job counts from its resumption), for the operator's log. */
+    let batches = 0;
     const commit = async () => {
       const outcome = await this.commitBatch(job, lease, batch, failed);
+      batches++;
       lease = outcome.lease;
       failed += outcome.failed;
       batch = [];
@@ -410,7 +413,7 @@ export class UsersImportService {
           throw new LostLease();
       });
       const done = await this.store.get(job.tenant_id, job.id);
-      log.info({ summary: done && summary(done) }, 'users import completed');
+      log.info({ summary: done && summary(done), batches }, 'users import completed');
     } catch (error) {
       if (error instanceof LostLease) {
         log.warn('users import taken over by another worker (its lease ran out)');

@@ -10,45 +10,9 @@ import { databaseKinds } from '../../helpers/databases.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { startHttpsTestServer, type HttpsTestServer } from '../../helpers/https.ts';
 import { ADMIN_ID, ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { file, finished, multipart, upload } from '../../helpers/users-import.ts';
 
 const DEFAULT = 'Username-Password-Authentication';
-
-/** A multipart body as a browser or an SDK sends it: its bytes and its content type (with the boundary). */
-async function multipart(parts: Record<string, string | Blob>): Promise<{ payload: Buffer; contentType: string }> {
-  const form = new FormData();
-  for (const [name, value] of Object.entries(parts)) {
-    if (value instanceof Blob) form.append(name, value, 'users.json');
-    else form.append(name, value);
-  }
-  const request = new Request('http://localhost/', { method: 'POST', body: form });
-  return { payload: Buffer.from(await request.arrayBuffer()), contentType: request.headers.get('content-type')! };
-}
-
-const file = (users: unknown[] | string) =>
-  new Blob([typeof users === 'string' ? users : JSON.stringify(users)], { type: 'application/json' });
-
-async function upload(
-  server: TestServer,
-  parts: Record<string, string | Blob>,
-  options: { token?: string | null; host?: string } = {},
-) {
-  const { payload, contentType } = await multipart(parts);
-  return server.request({
-    method: 'POST',
-    url: '/api/v2/jobs/users-imports',
-    payload,
-    token: options.token,
-    headers: { 'content-type': contentType, ...(options.host ? { host: options.host } : {}) },
-  });
-}
-
-async function finished(server: TestServer, id: string, token?: string) {
-  return eventually(`job ${id} finished`, async () => {
-    const response = await server.request({ method: 'GET', url: `/api/v2/jobs/${id}`, token });
-    const job = response.json() as { status: string };
-    return job.status === 'completed' || job.status === 'failed' ? job : undefined;
-  });
-}
 
 /** What the database holds of an import: chunks left behind, jobs. */
 async function leftovers(server: TestServer) {
