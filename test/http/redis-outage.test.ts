@@ -333,6 +333,17 @@ function parseCommand(text: string): { args: string[]; length: number } | undefi
   return { args, length: at };
 }
 
+/** A limit of 10 on a fake Redis answering `reply`, refusing while Redis cannot decide (deny); its failures. */
+async function deniedWithout(reply: string) {
+  const redis = await fakeRedis(() => reply);
+  const errors: Error[] = [];
+  const limit = redisRateLimiters(redis.url, { whenUnavailable: 'deny', onError: (e) => errors.push(e) })({
+    size: 10,
+    refillPerSecond: 1,
+  });
+  return { redis, limit, errors };
+}
+
 describe('a Redis that answers the script with something else', () => {
   const replies: Record<string, string> = {
     'tokens and time not numbers': `*3\r\n:1\r\n${bulk('nan')}${bulk('nan')}`,
@@ -345,12 +356,7 @@ describe('a Redis that answers the script with something else', () => {
   };
   for (const [what, reply] of Object.entries(replies)) {
     it(`${what}: a failure, decided by the policy (deny), with finite headers`, async () => {
-      const redis = await fakeRedis(() => reply);
-      const errors: Error[] = [];
-      const limit = redisRateLimiters(redis.url, { whenUnavailable: 'deny', onError: (e) => errors.push(e) })({
-        size: 10,
-        refillPerSecond: 1,
-      });
+      const { redis, limit, errors } = await deniedWithout(reply);
       try {
         const state = await limit.take(`${runId}odd`);
         assert.equal(state.allowed, false);
@@ -364,12 +370,7 @@ describe('a Redis that answers the script with something else', () => {
   }
 
   it("the script's own reply shape is taken as it is (the fake answers as Redis would)", async () => {
-    const redis = await fakeRedis(() => `*3\r\n:1\r\n${bulk('7')}${bulk(String(Date.now()))}`);
-    const errors: Error[] = [];
-    const limit = redisRateLimiters(redis.url, { whenUnavailable: 'deny', onError: (e) => errors.push(e) })({
-      size: 10,
-      refillPerSecond: 1,
-    });
+    const { redis, limit, errors } = await deniedWithout(`*3\r\n:1\r\n${bulk('7')}${bulk(String(Date.now()))}`);
     try {
       const state = await limit.take(`${runId}odd`);
       assert.deepEqual([state.allowed, state.remaining, errors.length], [true, 7, 0]);

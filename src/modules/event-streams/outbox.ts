@@ -35,20 +35,17 @@ export class EventOutbox {
     private readonly queued: QueuedListener,
   ) {}
 
+  /** How many deliveries one event of `type` of the tenant makes now: its enabled streams subscribed to it. */
+  async deliveriesPerEvent(tenantId: string, type: string): Promise<number> {
+    return byEventType(await this.streams.subscribers(undefined, tenantId)).get(type)?.size ?? 0;
+  }
+
   /**
    * Writes each change's event and one pending delivery per enabled stream subscribed to its type,
    * inside the caller's transaction: the changes and their events commit (or roll back) together.
    * A batch (an import of thousands of users) reads each tenant's streams once and is written in
    * multi-row inserts; a change no stream subscribes to writes nothing.
    */
-  /** How many deliveries one event of `type` of the tenant makes now: its enabled streams subscribed to it. */
-  async deliveriesPerEvent(tenantId: string, type: string): Promise<number> {
-    const streams = await this.streams.subscribers(undefined, tenantId);
-    return streams.filter((stream) =>
-      (JSON.parse(stream.subscriptions) as Array<{ event_type: string }>).some((s) => s.event_type === type),
-    ).length;
-  }
-
   async record(trx: Tx, inputs: readonly EventInput[]): Promise<void> {
     const events: EventRow[] = [];
     const deliveries: DeliveryRow[] = [];
@@ -61,14 +58,7 @@ export class EventOutbox {
     for (const [tenantId, ofTenant] of byTenant) {
       const streams = await this.streams.subscribers(trx, tenantId);
       if (streams.length === 0) continue;
-      // Event type → the streams subscribed to it, each once.
-      const subscribed = new Map<string, Set<string>>();
-      for (const stream of streams) {
-        for (const { event_type } of JSON.parse(stream.subscriptions) as Array<{ event_type: string }>) {
-          const ids = subscribed.get(event_type) ?? new Set<string>();
-          subscribed.set(event_type, ids.add(stream.id));
-        }
-      }
+      const subscribed = byEventType(streams);
       let source: string | undefined;
       for (const input of ofTenant) {
         const targets = subscribed.get(input.type);
@@ -92,4 +82,16 @@ export class EventOutbox {
     await this.deliveries.insert(trx, events, deliveries);
     await this.queued(trx);
   }
+}
+
+/** Event type → the ids of the streams subscribed to it, each once. */
+function byEventType(streams: ReadonlyArray<{ id: string; subscriptions: string }>): Map<string, Set<string>> {
+  const subscribed = new Map<string, Set<string>>();
+  for (const stream of streams) {
+    for (const { event_type } of JSON.parse(stream.subscriptions) as Array<{ event_type: string }>) {
+      const ids = subscribed.get(event_type) ?? new Set<string>();
+      subscribed.set(event_type, ids.add(stream.id));
+    }
+  }
+  return subscribed;
 }
