@@ -12,12 +12,33 @@ interface Stream {
   created_at: string;
 }
 
+/** GET …/stats: the original's buckets and metrics (index for index), with Tenantry's backlog and health. */
 interface Stats {
-  date_from: string;
-  date_to: string;
-  buckets: Bucket[];
+  window: { date_from: string; date_to: string; bucket_interval: { scale_factor: number } };
+  buckets: string[];
+  metrics: Array<{ name: string; data: number[] }>;
   backlog: { pending: number; oldest_due_at?: string };
   health: { consecutive_failures: number; circuit_open_until?: string };
+}
+
+/** The minutes of an answer asked with scale_factor 60 that hold attempts, as the chart draws them. */
+function minutesOf(stats: Stats): Bucket[] {
+  const data = (suffix: string) => stats.metrics.find((m) => m.name.endsWith(suffix))?.data ?? [];
+  const delivered = data('.successful_deliveries');
+  const failed = data('.failed_deliveries');
+  return stats.buckets
+    .map((time, i) => ({ time, delivered: delivered[i] ?? 0, failed: failed[i] ?? 0 }))
+    .filter((b) => b.delivered + b.failed > 0);
+}
+
+/** A window of whole minutes ending with the current one, in the query GET …/stats takes. */
+function lastMinutes(minutes: number): Record<string, string | number> {
+  const now = Date.now();
+  return {
+    scale_factor: 60,
+    date_from: new Date(now - minutes * 60_000).toISOString(),
+    date_to: new Date(now).toISOString(),
+  };
 }
 
 interface Attempt {
@@ -72,16 +93,13 @@ export async function streamsView(): Promise<Child[]> {
   const list = streams.eventStreams;
   // Eight at a time: a hundred streams must not spend the tenant's rate limit in one burst.
   const stats: Array<Stats | undefined> = [];
-  const now = Date.now();
   for (let i = 0; i < list.length; i += 8) {
     const batch = list.slice(i, i + 8);
     stats.push(
       ...(await Promise.all(
-        // The list shows backlog and health only: the shortest window keeps the per-minute read small.
+        // The list shows backlog and health only: the shortest window keeps the answer small.
         batch.map((s) =>
-          api<Stats>('GET', `${streamPath(s.id)}/stats`, {
-            query: { date_from: new Date(now - 60_000).toISOString(), date_to: new Date(now).toISOString() },
-          }).catch(() => undefined),
+          api<Stats>('GET', `${streamPath(s.id)}/stats`, { query: lastMinutes(1) }).catch(() => undefined),
         ),
       )),
     );
@@ -207,14 +225,13 @@ async function statsSection(stream: Stream): Promise<HTMLElement> {
   );
   const body = h('div', {});
   const load = async () => {
-    const hours = Number(range.value);
-    const to = new Date();
-    const from = new Date(to.getTime() - hours * 3600_000);
     const stats = await api<Stats>('GET', `${streamPath(stream.id)}/stats`, {
-      query: { date_from: from.toISOString(), date_to: to.toISOString() },
+      query: lastMinutes(Number(range.value) * 60),
     });
+    // The window's last minute is counted whole: the chart ends where that minute does.
+    const end = new Date(Date.parse(stats.window.date_to) + 60_000).toISOString();
     body.replaceChildren(
-      deliveryChart(stats.buckets, stats.date_from, stats.date_to),
+      deliveryChart(minutesOf(stats), stats.window.date_from, end),
       h(
         'dl',
         { class: 'facts' },

@@ -197,6 +197,14 @@ export interface DeliveryAttemptsTable {
   duration: number | null;
 }
 
+/** A stream's finished attempts in one minute (`YYYY-MM-DDTHH:MM`), written with them: what stats read. */
+export interface DeliveryCountsTable {
+  stream_id: string;
+  minute: string;
+  delivered: number;
+  failed: number;
+}
+
 /** A tenant's own version of an email template; without a row the built-in default applies. */
 export interface EmailTemplatesTable {
   tenant_id: string;
@@ -330,6 +338,7 @@ export interface Schema {
   events: EventsTable;
   deliveries: DeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
+  delivery_counts: DeliveryCountsTable;
   custom_domains: CustomDomainsTable;
   custom_domain_defaults: CustomDomainDefaultsTable;
   email_templates: EmailTemplatesTable;

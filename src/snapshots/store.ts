@@ -19,6 +19,7 @@ export const SNAPSHOT_TABLES = [
   'events',
   'deliveries',
   'delivery_attempts',
+  'delivery_counts',
   'custom_domains',
   'custom_domain_defaults',
   'custom_domain_certificates',

@@ -63,6 +63,10 @@ const FIXTURE = [
    WHERE stream_id = 'est_4000' AND event_id IN (SELECT 'evt_' || i FROM n WHERE i % 100 = 0)`,
   `${numbers} UPDATE deliveries SET status = 'pending', attempt_count = 0, attempt_seq = 2, updated_at = '2026-06-09T12:00:00.000Z'
    WHERE stream_id = 'est_4000' AND event_id IN (SELECT 'evt_' || i FROM n WHERE i % 100 = 0)`,
+  // A hundred streams' counts, 40 minutes each.
+  `INSERT INTO delivery_counts (stream_id, minute, delivered, failed)
+   ${numbers} SELECT 'est_' || (1 + i % 100), '2026-06-01T00:' || substr(CAST(100 + i / 100 AS TEXT), 2, 2), i % 7, i % 3
+   FROM n`,
   `INSERT INTO email_outbox (id, tenant_id, template, recipient, sender, subject, body, status, attempt_count,
      next_attempt_at, claimed_until, last_error, created_at, updated_at, sent_at)
    ${numbers} SELECT 'eml_' || i, 't1', 'verify_email', 'u' || i || '@example.com', 'no-reply@example.com', 's',
@@ -174,10 +178,9 @@ const CASES: Case[] = [
       }),
   },
   {
-    // SQLite takes delivery_attempts_stream_time; PostgreSQL may take the primary key's stream prefix
-    // when, as here, a stream has few attempts in all: either way no full read.
-    name: "a stream's delivery statistics: attempts per minute over a day, and its backlog",
-    tables: { delivery_attempts: ['delivery_attempts'], deliveries: ['deliveries'] },
+    // The window's minutes of the stream's counts, on their primary key; the backlog on deliveries_due.
+    name: "a stream's delivery statistics: its counts over a day, and its backlog",
+    tables: { delivery_counts: ['delivery_counts'], deliveries: ['deliveries'] },
     run: (database) =>
       deliveries(database).stats('t11', 'est_11', {
         date_from: '2026-05-31T12:00:00Z',

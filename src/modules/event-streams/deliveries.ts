@@ -3,13 +3,12 @@ import { now, transaction } from '../../db/database.ts';
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 import { eventStreamErrors } from '../../http/errors.ts';
 import { idPattern } from '../../ids.ts';
-import { dateTimeMs, listingFilter, redeliveryFilter } from './delivery-filters.ts';
+import { listingFilter, redeliveryFilter } from './delivery-filters.ts';
+import { presentStats, statsWindow } from './stats.ts';
 import { envelope, type Envelope } from './envelope.ts';
 import type { QueuedListener } from './outbox.ts';
-import { badRequest } from '../../http/errors.ts';
 import {
   ATTEMPTS_CURSOR_DESCRIPTION,
-  MAX_STATS_WINDOW_HOURS,
   type AttemptsQuery,
   type DeliveriesQuery,
   type DeliveryCount,
@@ -65,8 +64,6 @@ const PAGE_EVENT_BYTES = 1024 * 1024;
  * (`npm run bench -- claim-growth`).
  */
 const ANALYZE_AFTER_QUEUED = 50_000;
-const HOUR_MS = 3600_000;
-const DEFAULT_STATS_WINDOW_MS = 3 * HOUR_MS;
 /** Past this many, a backlog's size is reported as this many: counting it costs a bounded read. */
 const PENDING_COUNT_CAP = 10_000;
 
@@ -118,39 +115,21 @@ export class Deliveries {
     return { count: await this.store.countFailed({ streamId, ...filter }) };
   }
 
-  /** Delivered and failed attempts per minute over a window of at most a day, the backlog and the health. */
+  /**
+   * Delivered and failed attempts per bucket of the window (see statsWindow), read from the stream's
+   * per-minute counts, with the backlog and the health (Tenantry's additions).
+   */
   async stats(tenantId: string, streamId: string, query: StatsQuery): Promise<StreamStats> {
     const stream = await existingStream(this.streams, tenantId, streamId);
-    const toMs = query.date_to === undefined ? Date.now() : dateTimeMs(query.date_to);
-    const fromMs = query.date_from === undefined ? toMs - DEFAULT_STATS_WINDOW_MS : dateTimeMs(query.date_from);
-    // The schema's date-time format also passes offsets without a colon (`+01`), which are no RFC 3339 time.
-    for (const [name, ms] of [
-      ['date_to', toMs],
-      ['date_from', fromMs],
-    ] as const)
-      if (Number.isNaN(ms))
-        throw badRequest.queryParameter(`${name} must be an RFC 3339 date-time (an offset as Z or ±hh:mm)`, name);
-    if (!(fromMs < toMs)) throw badRequest.queryParameter('date_from must be before date_to', 'date_from');
-    if (toMs - fromMs > MAX_STATS_WINDOW_HOURS * HOUR_MS)
-      throw badRequest.queryParameter(`The window is longer than ${MAX_STATS_WINDOW_HOURS} hours`, 'date_from');
-    const from = new Date(fromMs).toISOString();
-    const to = new Date(toMs).toISOString();
+    const window = statsWindow(query, Date.now());
     const [counts, pending] = await Promise.all([
-      this.store.attemptsPerMinute(streamId, from, to),
+      this.store.countsPerBucket(streamId, window),
       this.store.pending(streamId, PENDING_COUNT_CAP),
     ]);
-    const byMinute = new Map<string, { time: string; delivered: number; failed: number }>();
-    for (const { minute, status, count } of counts) {
-      const bucket = byMinute.get(minute) ?? { time: `${minute}:00.000Z`, delivered: 0, failed: 0 };
-      if (status === 'delivered') bucket.delivered += count;
-      else bucket.failed += count;
-      byMinute.set(minute, bucket);
-    }
     return {
-      date_from: from,
-      date_to: to,
-      interval_seconds: 60,
-      buckets: [...byMinute.values()],
+      id: stream.id,
+      ...(stream.name === null ? {} : { name: stream.name }),
+      ...presentStats(window, counts),
       backlog: {
         pending: pending.count,
         ...(pending.oldestDueAt === undefined ? {} : { oldest_due_at: pending.oldestDueAt }),

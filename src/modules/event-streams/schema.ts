@@ -215,10 +215,14 @@ export const SigningSecretList = Type.Object(
 export type SigningSecretList = Static<typeof SigningSecretList>;
 
 // ---------------------------------------------------------------------------------------------
-// Delivery statistics and counts (Tenantry extensions, for the console and any other client)
+// Delivery statistics (the original's shape, with the backlog and health added) and counts (Tenantry)
 
-/** The longest window the statistics cover: a bounded read of one stream's attempts. */
-export const MAX_STATS_WINDOW_HOURS = 24;
+/**
+ * The sizes of a statistics bucket, in seconds: an hour and a day as the original chooses them by the
+ * window's length, and a minute, which only a client asking for it gets (a Tenantry extension).
+ */
+export const STATS_SCALE_FACTORS = [60, 3600, 86400] as const;
+export type StatsScaleFactor = (typeof STATS_SCALE_FACTORS)[number];
 
 /**
  * An offset and fractional seconds, as clients in any time zone send them: `…T10:00:00.000+01:00` (29
@@ -232,47 +236,78 @@ export const StatsQuery = Type.Object(
       Type.String({
         format: 'date-time',
         maxLength: DATE_TIME_WITH_OFFSET,
-        description: 'Start of the window (default: three hours before date_to)',
+        description:
+          'Start of the window, cut to its hour (its minute with scale_factor 60); default: 14 days before date_to (3 hours with scale_factor 60)',
       }),
     ),
     date_to: Type.Optional(
       Type.String({
         format: 'date-time',
         maxLength: DATE_TIME_WITH_OFFSET,
-        description: 'End of the window, excluded (default: now)',
+        description:
+          'End of the window, cut to its hour (its minute with scale_factor 60); its bucket is counted whole. Default: the end of the current hour (minute)',
       }),
+    ),
+    scale_factor: Type.Optional(
+      Type.Union(
+        STATS_SCALE_FACTORS.map((seconds) => Type.Literal(seconds)),
+        {
+          description:
+            'Tenantry: the bucket size in seconds. Without it, hours for a window of up to 24 hours and days for a longer one, as the original',
+        },
+      ),
     ),
   },
   { additionalProperties: false },
 );
 export type StatsQuery = Static<typeof StatsQuery>;
 
+const StatsMetric = Type.Object(
+  {
+    name: Type.Union([
+      Type.Literal('svc.event_streams.successful_deliveries'),
+      Type.Literal('svc.event_streams.failed_deliveries'),
+    ]),
+    window_total: Type.Integer({ description: 'The sum of data' }),
+    type: Type.Literal('sum'),
+    data: Type.Array(Type.Integer(), { description: 'Attempts in each bucket, index for index with buckets' }),
+  },
+  { additionalProperties: false },
+);
+
 export const StreamStats = Type.Object(
   {
-    date_from: Type.String({ format: 'date-time' }),
-    date_to: Type.String({ format: 'date-time' }),
-    interval_seconds: Type.Literal(60),
-    buckets: Type.Array(
-      Type.Object(
-        {
-          time: Type.String({ format: 'date-time', description: 'Start of the minute' }),
-          delivered: Type.Integer({ description: 'Attempts that delivered' }),
-          failed: Type.Integer({ description: 'Attempts that failed' }),
-        },
-        { additionalProperties: false },
-      ),
-      { description: 'One entry per minute of the window with at least one attempt, oldest first' },
+    id: Type.String(),
+    name: Type.Optional(Type.String()),
+    window: Type.Object(
+      {
+        date_from: Type.String({ format: 'date-time' }),
+        date_to: Type.String({ format: 'date-time' }),
+        bucket_interval: Type.Object(
+          { scale_factor: Type.Integer({ description: 'Seconds per bucket' }) },
+          { additionalProperties: false },
+        ),
+      },
+      { additionalProperties: false },
     ),
+    buckets: Type.Array(Type.String({ format: 'date-time' }), {
+      description: 'The start of every bucket of the window, oldest first, whether it holds attempts or not',
+    }),
+    metrics: Type.Array(StatsMetric, {
+      description: 'Attempts that delivered (successful_deliveries), then attempts that failed (failed_deliveries)',
+    }),
     backlog: Type.Object(
       {
-        pending: Type.Integer({ description: 'Deliveries waiting for an attempt, counted up to 10000' }),
+        pending: Type.Integer({ description: 'Tenantry: deliveries waiting for an attempt, counted up to 10000' }),
         oldest_due_at: Type.Optional(Type.String({ format: 'date-time' })),
       },
       { additionalProperties: false },
     ),
     health: Type.Object(
       {
-        consecutive_failures: Type.Integer({ description: 'Failed attempts since the last delivered one' }),
+        consecutive_failures: Type.Integer({
+          description: 'Tenantry: failed attempts since the last delivered one',
+        }),
         circuit_open_until: Type.Optional(
           Type.String({ format: 'date-time', description: 'Deliveries are paused until then' }),
         ),

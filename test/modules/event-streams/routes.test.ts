@@ -495,7 +495,7 @@ for (const kind of databaseKinds()) {
       assert.deepEqual(empty.json(), {});
     });
 
-    it('counts the failed deliveries a redelivery would queue, and reports attempts per minute, backlog and health', async () => {
+    it('counts the failed deliveries a redelivery would queue, and reports attempts per bucket as the original, backlog and health', async () => {
       const { stream, ids } = await streamWithTwoFailedEvents('stats');
 
       const count = (query: string) =>
@@ -511,46 +511,74 @@ for (const kind of databaseKinds()) {
       const stats = await server.request({ url: `/api/v2/event-streams/${stream.id}/stats` });
       assert.equal(stats.statusCode, 200, stats.body);
       const body = stats.json();
-      assert.equal(body.interval_seconds, 60);
-      assert.ok(Date.parse(body.date_to) - Date.parse(body.date_from) === 3 * 3600_000, 'three hours by default');
-      const total = (key: 'delivered' | 'failed') =>
-        body.buckets.reduce((sum: number, b: Record<string, number>) => sum + b[key]!, 0);
-      assert.equal(total('failed'), 2);
-      assert.equal(total('delivered'), 0);
-      for (const bucket of body.buckets) assert.match(bucket.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/);
+      // The original's keys in its order, then the backlog and health Tenantry adds.
+      assert.deepEqual(Object.keys(body), ['id', 'name', 'window', 'buckets', 'metrics', 'backlog', 'health']);
+      assert.deepEqual([body.id, body.name], [stream.id, 'stats']);
+      assert.equal(body.window.bucket_interval.scale_factor, 86400, 'days over the 14 days of the default');
+      const hour = 3600_000;
+      assert.equal(Date.parse(body.window.date_to), Math.floor(Date.now() / hour) * hour + hour);
+      assert.equal(Date.parse(body.window.date_to) - Date.parse(body.window.date_from), 14 * 24 * hour + hour);
+      assert.ok(body.buckets.length === 15 || body.buckets.length === 16, body.buckets.length);
+      for (const bucket of body.buckets) assert.match(bucket, /^\d{4}-\d\d-\d\dT00:00:00\.000Z$/);
+      const metric = (answer: typeof body, name: string) =>
+        answer.metrics.find((m: { name: string }) => m.name === name);
+      const failed = metric(body, 'svc.event_streams.failed_deliveries');
+      const delivered = metric(body, 'svc.event_streams.successful_deliveries');
+      assert.deepEqual(
+        body.metrics.map((m: { name: string }) => m.name),
+        ['svc.event_streams.successful_deliveries', 'svc.event_streams.failed_deliveries'],
+      );
+      assert.equal(failed.window_total, 2);
+      assert.equal(failed.type, 'sum');
+      assert.equal(failed.data.length, body.buckets.length);
+      assert.equal(failed.data.at(-1) + (failed.data.at(-2) ?? 0), 2, 'today (or yesterday, just past midnight)');
+      assert.equal(delivered.window_total, 0);
       assert.deepEqual(body.backlog, { pending: 0 });
       assert.equal(body.health.consecutive_failures, 2);
 
-      // Redelivered: the attempts that deliver appear in the same window.
+      // Redelivered: the attempts that deliver appear in the same window, here in minute buckets.
       await server.request({ method: 'POST', url: `/api/v2/event-streams/${stream.id}/redeliver`, payload: {} });
       for (const id of ids) await waitForStatus(stream.id, id, 'delivered');
-      const after = (await server.request({ url: `/api/v2/event-streams/${stream.id}/stats` })).json();
-      assert.equal(
-        after.buckets.reduce((sum: number, b: { delivered: number }) => sum + b.delivered, 0),
-        2,
-      );
+      const after = (await server.request({ url: `/api/v2/event-streams/${stream.id}/stats?scale_factor=60` })).json();
+      assert.equal(after.window.bucket_interval.scale_factor, 60);
+      assert.equal(after.buckets.length, 182, 'the 3 hours before now and the current minute, whole minutes');
+      assert.equal(metric(after, 'svc.event_streams.successful_deliveries').window_total, 2);
+      assert.equal(metric(after, 'svc.event_streams.failed_deliveries').window_total, 2);
       assert.equal(after.health.consecutive_failures, 0);
       assert.deepEqual((await count('')).json(), { count: 0 });
 
+      // A window without attempts still lists its buckets, each 0.
       const past = await server.request({
         url: `/api/v2/event-streams/${stream.id}/stats?date_from=2020-01-01T00:00:00Z&date_to=2020-01-01T01:00:00Z`,
       });
-      assert.deepEqual(past.json().buckets, []);
-      const tooLong = await server.request({
-        url: `/api/v2/event-streams/${stream.id}/stats?date_from=2020-01-01T00:00:00Z&date_to=2020-01-02T00:00:01Z`,
-      });
-      assert.equal(tooLong.statusCode, 400);
-      const backwards = await server.request({
-        url: `/api/v2/event-streams/${stream.id}/stats?date_from=2020-01-02T00:00:00Z&date_to=2020-01-01T00:00:00Z`,
-      });
-      assert.equal(backwards.statusCode, 400);
+      assert.deepEqual(past.json().buckets, ['2020-01-01T00:00:00.000Z', '2020-01-01T01:00:00.000Z']);
+      assert.deepEqual(
+        past.json().metrics.map((m: { data: number[] }) => m.data),
+        [
+          [0, 0],
+          [0, 0],
+        ],
+      );
+      for (const [query, message] of [
+        ['date_from=2020-01-01T00:00:00Z&date_to=2020-02-01T01:00:00Z', /longer than 31 days/],
+        ['scale_factor=60&date_from=2020-01-01T00:00:00Z&date_to=2020-01-02T00:01:00Z', /longer than 24 hours/],
+        ['date_from=2020-01-02T00:00:00Z&date_to=2020-01-01T00:00:00Z', /date_from must be before date_to/],
+        ['scale_factor=30', /scale_factor/],
+        ['scale_factor=3600.5', /scale_factor/],
+        ['window=60', /window/],
+      ] as const) {
+        const refused = await server.request({ url: `/api/v2/event-streams/${stream.id}/stats?${query}` });
+        assert.equal(refused.statusCode, 400, query);
+        assert.equal(refused.json().errorCode, 'invalid_query_string', query);
+        assert.match(refused.json().message, message, query);
+      }
       // Offsets as clients outside UTC send them, milliseconds included: the same hour as 2020-01-01T00:00Z.
       const offset = await server.request({
         url: `/api/v2/event-streams/${stream.id}/stats?date_from=${encodeURIComponent('2020-01-01T01:00:00.000+01:00')}&date_to=${encodeURIComponent('2020-01-01T02:00:00+01:00')}`,
       });
       assert.equal(offset.statusCode, 200, offset.body);
       assert.deepEqual(
-        [offset.json().date_from, offset.json().date_to],
+        [offset.json().window.date_from, offset.json().window.date_to],
         ['2020-01-01T00:00:00.000Z', '2020-01-01T01:00:00.000Z'],
       );
       // An offset without its colon passes the format but is no RFC 3339 time: said so, not "before date_to".
@@ -593,7 +621,7 @@ for (const kind of databaseKinds()) {
       assert.deepEqual(counted.json(), { count: 2 });
       const stats = await server.request({ url: `${base}/stats?date_from=2016-12-31T23:00:00Z&date_to=${leap}` });
       assert.equal(stats.statusCode, 200, stats.body);
-      assert.equal(stats.json().date_to, '2017-01-01T00:00:00.000Z');
+      assert.equal(stats.json().window.date_to, '2017-01-01T00:00:00.000Z');
       const noneYet = await server.request({
         method: 'POST',
         url: `${base}/redeliver`,

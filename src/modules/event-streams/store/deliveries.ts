@@ -2,6 +2,7 @@ import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import type { Database, Tx } from '../../../db/database.ts';
 import { insertInSlices } from '../../../db/database.ts';
 import type { DeliveriesTable, DeliveryAttemptsTable, EventsTable, Schema } from '../../../db/schema.ts';
+import type { BucketCount, StatsWindow } from '../stats.ts';
 
 export type EventRow = Selectable<EventsTable>;
 export type DeliveryRow = Selectable<DeliveriesTable>;
@@ -113,8 +114,9 @@ export function pendingDelivery(streamId: string, eventId: string, type: string,
 }
 
 /**
- * Every query on `events`, `deliveries` and `delivery_attempts` but the delivery worker's (see claim.ts
- * and outcomes.ts): the outbox's writes, the deliveries log, redelivery and the attempts' tail.
+ * Every query on `events`, `deliveries`, `delivery_attempts` and `delivery_counts` but the delivery
+ * worker's (see claim.ts and outcomes.ts): the outbox's writes, the deliveries log, redelivery, the
+ * attempts' tail and the statistics.
  */
 export class DeliveryStore {
   constructor(private readonly database: Database) {}
@@ -168,30 +170,25 @@ export class DeliveryStore {
   }
 
   /**
-   * The stream's attempts in [from, to) counted per minute and outcome, on delivery_attempts_stream_time:
-   * the window is bounded by the caller, so the query reads at most that window's index entries. Minutes
-   * are the timestamps' first 16 characters (ISO `YYYY-MM-DDTHH:MM`), the same in SQLite and PostgreSQL.
+   * The stream's attempts of the window's buckets, from its per-minute counts (migration 021) on their
+   * primary key: at most a row a minute of the window, however many attempts the stream makes.
    */
-  async attemptsPerMinute(
-    streamId: string,
-    from: string,
-    to: string,
-  ): Promise<Array<{ minute: string; status: string; count: number }>> {
+  async countsPerBucket(streamId: string, window: StatsWindow): Promise<BucketCount[]> {
+    // A literal: the same expression selected and grouped by, which PostgreSQL would not match as two parameters.
+    const bucket = sql<string>`substr(minute, 1, ${sql.lit(window.bucketKeyLength)})`;
     const rows = await this.database.db
-      .selectFrom('delivery_attempts')
+      .selectFrom('delivery_counts')
       .select((eb) => [
-        sql<string>`substr(${eb.ref('timestamp')}, 1, 16)`.as('minute'),
-        'status',
-        eb.fn.countAll<number>().as('count'),
+        bucket.as('bucket'),
+        eb.fn.sum<number>('delivered').as('delivered'),
+        eb.fn.sum<number>('failed').as('failed'),
       ])
       .where('stream_id', '=', streamId)
-      .where('timestamp', '>=', from)
-      .where('timestamp', '<', to)
-      .where('status', 'in', ['delivered', 'failed'])
-      .groupBy([sql`substr(${sql.ref('timestamp')}, 1, 16)`, 'status'])
-      .orderBy('minute')
+      .where('minute', '>=', window.firstMinute)
+      .where('minute', '<', window.endMinute)
+      .groupBy(bucket)
       .execute();
-    return rows.map((r) => ({ minute: r.minute, status: r.status, count: Number(r.count) }));
+    return rows.map((r) => ({ bucket: r.bucket, delivered: Number(r.delivered), failed: Number(r.failed) }));
   }
 
   /**

@@ -25,6 +25,15 @@ const SQLITE_INSERT_RETRYING = `
   INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp)
   VALUES (:stream_id, :event_id, :seq - 1, 'retrying', :requeued_at) ON CONFLICT DO NOTHING`;
 
+// The batch's attempts added to their minutes' counts (see migration 021), one row per stream and minute.
+const SQLITE_COUNT = `
+  INSERT INTO delivery_counts (stream_id, minute, delivered, failed) VALUES (:stream_id, :minute, :delivered, :failed)
+  ON CONFLICT (stream_id, minute) DO UPDATE SET
+    delivered = delivered + excluded.delivered, failed = failed + excluded.failed`;
+
+/** The minute of an attempt's time, `YYYY-MM-DDTHH:MM`: the key of its count (migration 021). */
+export const minuteOf = (at: string): string => at.slice(0, 16);
+
 /** The stream's run of failures once the batch's outcomes for it are counted (`t`: the batch's tally, `s`: the stream). */
 const NEXT_RUN = `((CASE WHEN t.reset THEN 0 ELSE s.consecutive_failures END) + t.failures)`;
 
@@ -50,6 +59,14 @@ const POSTGRES_RECORD = `
   ), inserted AS (
     INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp, error_message, duration)
     SELECT stream_id, event_id, seq, attempt_status, at, error_message, duration FROM recorded
+  ), counted AS (
+    -- In key order, as every recording locks them: two nodes adding to the same minutes wait, never deadlock.
+    INSERT INTO delivery_counts (stream_id, minute, delivered, failed)
+    SELECT stream_id, substr(at, 1, 16), count(*) FILTER (WHERE attempt_status = 'delivered'),
+      count(*) FILTER (WHERE attempt_status = 'failed')
+    FROM recorded GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (stream_id, minute) DO UPDATE SET
+      delivered = delivery_counts.delivered + excluded.delivered, failed = delivery_counts.failed + excluded.failed
   ), tally AS (
     SELECT stream_id, bool_or(attempt_status = 'delivered') AS reset,
       count(*) FILTER (WHERE attempt_status = 'failed' AND ord > last_success)::int AS failures, max(at) AS at
@@ -79,6 +96,14 @@ const POSTGRES_RECORD = `
   SELECT (SELECT count(*) FROM recorded)::int AS recorded,
     coalesce((SELECT json_agg(id) FROM streams WHERE was = 'enabled' AND status = 'disabled'), '[]'::json) AS disabled`;
 
+/** A row of delivery_counts: one stream's attempts of one minute, or those a batch adds to it. */
+interface MinuteCount {
+  stream_id: string;
+  minute: string;
+  delivered: number;
+  failed: number;
+}
+
 /** How many attempts were recorded, and the streams the recording disabled. */
 interface Recorded {
   recorded: number;
@@ -96,6 +121,7 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
     const update = sqlite.prepare<[Outcome], void>(SQLITE_UPDATE);
     const insert = sqlite.prepare<[Outcome], void>(SQLITE_INSERT);
     const insertRetrying = sqlite.prepare<[Outcome], void>(SQLITE_INSERT_RETRYING);
+    const count = sqlite.prepare<[MinuteCount], void>(SQLITE_COUNT);
     const stream = sqlite.prepare<[string], StreamRun>(
       'SELECT consecutive_failures, circuit_open_until, status FROM event_streams WHERE id = ?',
     );
@@ -105,6 +131,7 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
       WHERE id = :id`);
     recorder = sqlite.transaction((outcomes: readonly Outcome[], circuit: CircuitRules | undefined) => {
       const tallies = new Map<string, Tally>();
+      const counts = new Map<string, MinuteCount>();
       const result: Recorded = { recorded: 0, disabled: [] };
       for (const outcome of outcomes) {
         if (update.run(outcome).changes === 0) continue;
@@ -112,7 +139,13 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
         insert.run(outcome);
         result.recorded++;
         tallies.set(outcome.stream_id, tally(tallies.get(outcome.stream_id), outcome));
+        const minute = minuteOf(outcome.at);
+        const key = `${outcome.stream_id} ${minute}`;
+        let counted = counts.get(key);
+        if (!counted) counts.set(key, (counted = { stream_id: outcome.stream_id, minute, delivered: 0, failed: 0 }));
+        counted[outcome.attempt_status]++;
       }
+      for (const counted of counts.values()) count.run(counted);
       if (circuit) {
         for (const [id, counted] of tallies) {
           const current = stream.get(id);
@@ -142,7 +175,8 @@ function sqliteRecorder(sqlite: BetterSqlite3.Database): Recorder {
 /**
  * Records finished attempts, many in one transaction (SQLite) or one statement (PostgreSQL): each
  * delivery takes its new state and gains its attempt row (the first after a redelivery also that
- * redelivery's `retrying` row, see Outcome.requeued_at), and with `circuit` each stream's run of
+ * redelivery's `retrying` row, see Outcome.requeued_at) and is added to its minute's count (what stats
+ * read, migration 021), and with `circuit` each stream's run of
  * failures is counted: it opens the stream's circuit, and a long one disables the stream. Returns how
  * many attempts were recorded.
  */
