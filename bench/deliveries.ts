@@ -13,12 +13,14 @@
  *                       node without a worker. Baseline: one UPDATE of the same rows back to failed.
  *                       BENCH_REDELIVER sets the number, BENCH_REDELIVER_DATABASES (sqlite,postgres)
  *                       the databases.
+ *  (also claim-growth and stats-growth, described at their functions below)
  *
  * PostgreSQL parts run on a fresh database on BENCH_DATABASE_URL's server (default
  * postgres://postgres@127.0.0.1:5432/postgres), dropped afterwards; skipped when none answers.
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { DEFAULT_TENANT_ID } from '../src/bootstrap.ts';
 import { openDatabase, type Database } from '../src/db/database.ts';
@@ -903,6 +905,161 @@ export async function claimGrowth(): Promise<void> {
       process.stdout.write(
         `\n  ratio ${fmt.int(CLAIM_BACKLOGS.at(-1)!)} due / ${fmt.int(CLAIM_BACKLOGS[0]!)} due: ${fmt.ratio(ratio)} (target ≤ 2: ${verdict(ratio <= 2)}); ` +
           `behind a stream at its cap: ${fmt.ratio(behindRatio)} (${verdict(behindRatio <= 2)})\n`,
+      );
+    } finally {
+      await backend.close();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// stats-growth
+
+const STATS_ATTEMPTS = (process.env.BENCH_STATS_ATTEMPTS ?? '1000,1000000').split(',').map(Number);
+const STATS_MEASURED = 20;
+/** The longest window GET …/stats takes, every minute of it counted: the most rows one answer reads. */
+const STATS_WIDEST_DAYS = 31;
+
+/**
+ * Before migration 021, GET …/stats counted the stream's attempts of its window, grouped per minute:
+ * the baseline, run here on the same rows.
+ */
+const perAttemptCount = (database: Database, streamId: string, from: string, to: string) =>
+  database.db
+    .selectFrom('delivery_attempts')
+    .select((eb) => [sql<string>`substr(timestamp, 1, 16)`.as('minute'), 'status', eb.fn.countAll().as('n')])
+    .where('stream_id', '=', streamId)
+    .where('timestamp', '>=', from)
+    .where('timestamp', '<', to)
+    .where('status', 'in', ['delivered', 'failed'])
+    .groupBy([sql`substr(timestamp, 1, 16)`, 'status'])
+    .execute();
+
+async function timed(times: number, run: () => Promise<unknown>): Promise<number[]> {
+  for (let i = 0; i < 3; i++) await run();
+  const measured: number[] = [];
+  for (let i = 0; i < times; i++) {
+    const started = wallClock();
+    await run();
+    measured.push(wallClock() - started);
+  }
+  return measured;
+}
+
+/**
+ * stats-growth: GET …/event-streams/{id}/stats over HTTP (the last 3 hours in minute buckets, and the
+ * default 14 days in day buckets) on a stream with 1,000 and with 1,000,000 failed attempts in its window,
+ * each time 20 requests after 3 dropped. The attempts are fixture rows (four per failed delivery) and
+ * their per-minute counts are written as migration 021 writes them for attempts recorded before it.
+ * Baseline: the per-attempt count the endpoint ran before the counts, on the same rows. Then the widest
+ * read: a stream with a count for every minute of 31 days, asked for all of them. Target: the answer's
+ * cost flat as the attempts grow (within 2×).
+ */
+export async function statsGrowth(): Promise<void> {
+  const kinds = (process.env.BENCH_STATS_DATABASES ?? 'sqlite,postgres').split(',') as Array<'sqlite' | 'postgres'>;
+  for (const kind of kinds) {
+    const backend = await startBackend(kind, 1, { DELIVERY_WORKER: 'false' });
+    if (!backend) continue;
+    try {
+      const node = backend.nodes[0]!;
+      const [streamId, wideId] = await createStreams(node, 9, 2);
+      const get = async (query: string) => {
+        const answer = await api(node, 'GET', `/api/v2/event-streams/${streamId}/stats${query}`);
+        if (answer.status !== 200) throw new Error(`stats answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+        return answer.body;
+      };
+      const rows: Array<Array<string | number>> = [];
+      const figures: number[] = [];
+      let attempts = 0;
+      for (const target of STATS_ATTEMPTS) {
+        const fixtureStart = wallClock();
+        await insertOutbox(backend.database, [streamId!], (target - attempts) / 4, 'failed');
+        attempts = target;
+        await sql`DELETE FROM delivery_counts WHERE stream_id = ${streamId}`.execute(backend.database.db);
+        await sql`INSERT INTO delivery_counts (stream_id, minute, delivered, failed)
+          SELECT stream_id, substr(timestamp, 1, 16),
+            sum(CASE WHEN status = 'delivered' THEN 1 ELSE 0 END), sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END)
+          FROM delivery_attempts WHERE stream_id = ${streamId} AND status IN ('delivered', 'failed')
+          GROUP BY stream_id, substr(timestamp, 1, 16)`.execute(backend.database.db);
+        if (backend.database.pool) await backend.database.pool.query('ANALYZE');
+        process.stdout.write(
+          `    ${backend.name}: ${fmt.int(attempts)} attempts (fixture ${fmt.s(wallClock() - fixtureStart)})\n`,
+        );
+        const now = Date.now();
+        const from = new Date(now - 3 * 3600_000).toISOString();
+        const to = new Date(now + 60_000).toISOString();
+        const baseline = await timed(5, () => perAttemptCount(backend.database, streamId!, from, to));
+        const minutes = await timed(STATS_MEASURED, () => get('?scale_factor=60'));
+        const days = await timed(STATS_MEASURED, () => get(''));
+        const answered = await get('?scale_factor=60');
+        const total = (answered.metrics as Array<{ window_total: number }>).reduce((s, m) => s + m.window_total, 0);
+        if (total !== attempts) throw new Error(`stats counted ${total} attempts of ${attempts}`);
+        figures.push(mean(minutes));
+        rows.push([
+          fmt.int(attempts),
+          ms1(mean(baseline)),
+          `${ms1(mean(minutes))} (median ${ms1(percentile(minutes, 0.5))})`,
+          `${ms1(mean(days))} (median ${ms1(percentile(days, 0.5))})`,
+        ]);
+      }
+      table(
+        `GET …/stats — ${backend.name}, one stream`,
+        ['attempts in the window', 'baseline: per-attempt count', 'last 3 h, minutes (mean)', 'default 14 days (mean)'],
+        rows,
+      );
+      const ratio = figures.at(-1)! / figures[0]!;
+      process.stdout.write(
+        `\n  ratio ${fmt.int(STATS_ATTEMPTS.at(-1)!)} / ${fmt.int(STATS_ATTEMPTS[0]!)} attempts: ${fmt.ratio(ratio)} (target ≤ 2: ${verdict(ratio <= 2)})\n`,
+      );
+
+      // The widest read: every minute of 31 days counted.
+      const end = Math.floor(Date.now() / 3600_000) * 3600_000;
+      const start = end - STATS_WIDEST_DAYS * 86_400_000;
+      const counts = Array.from({ length: STATS_WIDEST_DAYS * 1440 }, (_, i) => ({
+        stream_id: wideId!,
+        minute: new Date(start + i * 60_000).toISOString().slice(0, 16),
+        delivered: 5,
+        failed: 1,
+      }));
+      await backend.database.db.transaction().execute(async (trx) => {
+        for (let i = 0; i < counts.length; i += ROWS_PER_INSERT)
+          await trx
+            .insertInto('delivery_counts')
+            .values(counts.slice(i, i + ROWS_PER_INSERT))
+            .execute();
+      });
+      if (backend.database.pool) await backend.database.pool.query('ANALYZE');
+      const wide = (query: string) => async () => {
+        const answer = await api(node, 'GET', `/api/v2/event-streams/${wideId}/stats${query}`);
+        if (answer.status !== 200) throw new Error(`stats answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+      };
+      const window = `date_from=${new Date(start).toISOString()}&date_to=${new Date(end - 1).toISOString()}`;
+      const daysOf31 = await timed(STATS_MEASURED, wide(`?${window}`));
+      const hoursOf31 = await timed(STATS_MEASURED, wide(`?${window}&scale_factor=3600`));
+      const lastDay = await timed(
+        STATS_MEASURED,
+        wide(
+          `?scale_factor=60&date_from=${new Date(end - 86_400_000).toISOString()}&date_to=${new Date(end - 1).toISOString()}`,
+        ),
+      );
+      table(
+        `GET …/stats — ${backend.name}, a stream with a count for every minute of ${STATS_WIDEST_DAYS} days (${fmt.int(counts.length)} rows)`,
+        ['window', 'mean', 'median', 'max'],
+        [
+          [
+            `${STATS_WIDEST_DAYS} days, day buckets`,
+            ms1(mean(daysOf31)),
+            ms1(percentile(daysOf31, 0.5)),
+            ms1(Math.max(...daysOf31)),
+          ],
+          [
+            `${STATS_WIDEST_DAYS} days, hour buckets`,
+            ms1(mean(hoursOf31)),
+            ms1(percentile(hoursOf31, 0.5)),
+            ms1(Math.max(...hoursOf31)),
+          ],
+          ['24 hours, minute buckets', ms1(mean(lastDay)), ms1(percentile(lastDay, 0.5)), ms1(Math.max(...lastDay))],
+        ],
       );
     } finally {
       await backend.close();

@@ -25,6 +25,7 @@ const benchmarks: Record<string, (context: BenchContext) => Promise<void>> = {
   'delivery-latency': deliveries.latency,
   redelivery: deliveries.redelivery,
   'claim-growth': deliveries.claimGrowth,
+  'stats-growth': deliveries.statsGrowth,
   startup: startup.run,
   embedded: embedded.run,
   'api-reference': apiReference.run,
