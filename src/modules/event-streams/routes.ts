@@ -112,6 +112,23 @@ export async function eventStreamRoutes(app: FastifyInstance, deps: Pick<Service
     async (request) => deliveries.list(request.tenant.id, request.params.id, request.query),
   );
 
+  app.get<{ Params: StreamId; Querystring: StatsQuery }>(
+    `${BASE}/:id/stats`,
+    {
+      config: { scopes: ['read:event_streams'] },
+      schema: {
+        tags,
+        operationId: 'getEventStreamStats',
+        summary:
+          'Delivered and failed attempts per hour or day of a window (the original, not in its OpenAPI document), per minute on request, with the backlog and health',
+        params: StreamId,
+        querystring: StatsQuery,
+        response: { 200: StreamStats },
+      },
+    },
+    async (request) => deliveries.stats(request.tenant.id, request.params.id, request.query),
+  );
+
   // Tenantry extensions: what a console's views need, available to every client of the API.
 
   app.get<{ Params: StreamId; Querystring: DeliveryCountQuery }>(
@@ -128,22 +145,6 @@ export async function eventStreamRoutes(app: FastifyInstance, deps: Pick<Service
       },
     },
     async (request) => deliveries.count(request.tenant.id, request.params.id, request.query),
-  );
-
-  app.get<{ Params: StreamId; Querystring: StatsQuery }>(
-    `${BASE}/:id/stats`,
-    {
-      config: { scopes: ['read:event_streams'] },
-      schema: {
-        tags,
-        operationId: 'getEventStreamStats',
-        summary: 'Delivered and failed attempts per minute over a window of at most 24 hours, the backlog and health',
-        params: StreamId,
-        querystring: StatsQuery,
-        response: { 200: StreamStats },
-      },
-    },
-    async (request) => deliveries.stats(request.tenant.id, request.params.id, request.query),
   );
 
   app.get<{ Params: StreamId; Querystring: AttemptsQuery }>(

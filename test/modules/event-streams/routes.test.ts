@@ -591,6 +591,18 @@ for (const kind of databaseKinds()) {
         (await server.request({ url: '/api/v2/event-streams/est_1111111111111111111111/stats' })).statusCode,
         404,
       );
+      // Another tenant's admin, on its own domain: the stream is not found, and nothing of it is shown.
+      const otherTenant = await server.addTenant('other-stats', 'other-stats.test');
+      const elsewhere = await server.app.inject({
+        url: `/api/v2/event-streams/${stream.id}/stats`,
+        headers: { host: 'other-stats.test', authorization: `Bearer ${otherTenant.token}` },
+      });
+      assert.equal(elsewhere.statusCode, 404);
+      assert.deepEqual(elsewhere.json(), {
+        statusCode: 404,
+        error: 'Not Found',
+        message: 'The requested stream does not exist.',
+      });
       const reader = await server.clientWithScopes(['read:event_streams']);
       assert.equal(
         (await server.request({ url: `/api/v2/event-streams/${stream.id}/stats`, token: reader.token })).statusCode,
