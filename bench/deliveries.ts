@@ -952,7 +952,8 @@ async function timed(times: number, run: () => Promise<unknown>): Promise<number
  * each time 20 requests after 3 dropped. The attempts are fixture rows (four per failed delivery) and
  * their per-minute counts are written as migration 021 writes them for attempts recorded before it.
  * Baseline: the per-attempt count the endpoint ran before the counts, on the same rows. Then the widest
- * read: a stream with a count for every minute of 31 days, asked for all of them. Target: the answer's
+ * read: a stream with a count for every minute of 32 days, asked for the 31-day window whose 32 day
+ * buckets hold them all (from 23:00), in days and in hours, and for its last 24 hours in minutes. Target: the answer's
  * cost flat as the attempts grow (within 2×).
  */
 export async function statsGrowth(): Promise<void> {
@@ -1015,12 +1016,13 @@ export async function statsGrowth(): Promise<void> {
         `\n  ratio ${fmt.int(STATS_ATTEMPTS.at(-1)!)} / ${fmt.int(STATS_ATTEMPTS[0]!)} attempts: ${fmt.ratio(ratio)} (target ≤ 2: ${verdict(ratio <= 2)})\n`,
       );
 
-      // The widest read: every minute of 31 days counted.
-      const end = Math.floor(Date.now() / 3600_000) * 3600_000;
-      const start = end - STATS_WIDEST_DAYS * 86_400_000;
-      const counts = Array.from({ length: STATS_WIDEST_DAYS * 1440 }, (_, i) => ({
+      // The widest read: a 31-day window from 23:00 of a day, whose 32 day buckets read every minute of
+      // 32 days, each counted.
+      const dayMs = 86_400_000;
+      const firstDay = Math.floor(Date.now() / dayMs) * dayMs - (STATS_WIDEST_DAYS + 1) * dayMs;
+      const counts = Array.from({ length: (STATS_WIDEST_DAYS + 1) * 1440 }, (_, i) => ({
         stream_id: wideId!,
-        minute: new Date(start + i * 60_000).toISOString().slice(0, 16),
+        minute: new Date(firstDay + i * 60_000).toISOString().slice(0, 16),
         delivered: 5,
         failed: 1,
       }));
@@ -1035,28 +1037,34 @@ export async function statsGrowth(): Promise<void> {
       const wide = (query: string) => async () => {
         const answer = await api(node, 'GET', `/api/v2/event-streams/${wideId}/stats${query}`);
         if (answer.status !== 200) throw new Error(`stats answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+        const total = (answer.body.metrics as Array<{ window_total: number }>).reduce((n, m) => n + m.window_total, 0);
+        return total;
       };
-      const window = `date_from=${new Date(start).toISOString()}&date_to=${new Date(end - 1).toISOString()}`;
+      const start = firstDay + 23 * 3600_000;
+      const end = start + STATS_WIDEST_DAYS * dayMs;
+      const window = `date_from=${new Date(start).toISOString()}&date_to=${new Date(end).toISOString()}`;
+      if ((await wide(`?${window}`)()) !== counts.length * 6)
+        throw new Error('the widest window did not read every minute of its buckets');
       const daysOf31 = await timed(STATS_MEASURED, wide(`?${window}`));
       const hoursOf31 = await timed(STATS_MEASURED, wide(`?${window}&scale_factor=3600`));
       const lastDay = await timed(
         STATS_MEASURED,
         wide(
-          `?scale_factor=60&date_from=${new Date(end - 86_400_000).toISOString()}&date_to=${new Date(end - 1).toISOString()}`,
+          `?scale_factor=60&date_from=${new Date(end - dayMs).toISOString()}&date_to=${new Date(end).toISOString()}`,
         ),
       );
       table(
-        `GET …/stats — ${backend.name}, a stream with a count for every minute of ${STATS_WIDEST_DAYS} days (${fmt.int(counts.length)} rows)`,
+        `GET …/stats — ${backend.name}, a stream with a count for every minute of ${STATS_WIDEST_DAYS + 1} days (${fmt.int(counts.length)} rows)`,
         ['window', 'mean', 'median', 'max'],
         [
           [
-            `${STATS_WIDEST_DAYS} days, day buckets`,
+            `${STATS_WIDEST_DAYS} days from 23:00, its ${STATS_WIDEST_DAYS + 1} day buckets`,
             ms1(mean(daysOf31)),
             ms1(percentile(daysOf31, 0.5)),
             ms1(Math.max(...daysOf31)),
           ],
           [
-            `${STATS_WIDEST_DAYS} days, hour buckets`,
+            `the same, hour buckets`,
             ms1(mean(hoursOf31)),
             ms1(percentile(hoursOf31, 0.5)),
             ms1(Math.max(...hoursOf31)),

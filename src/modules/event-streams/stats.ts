@@ -13,7 +13,8 @@ const DEFAULT_MINUTE_WINDOW_MS = 3 * HOUR_MS;
 const HOURS_UP_TO_MS = DAY_MS;
 /**
  * The longest windows: a bounded answer (745 hours, 32 days, or 1,441 minutes) and a bounded read, the
- * stream's per-minute counts of the window (store/deliveries.ts, countsPerBucket), 44,640 rows at most.
+ * stream's per-minute counts of the window's buckets (store/deliveries.ts, countsPerBucket), 46,080 rows
+ * at most (32 day buckets of 1,440 minutes).
  */
 const MAX_WINDOW_DAYS = 31;
 const MAX_MINUTE_WINDOW_HOURS = 24;
@@ -32,6 +33,13 @@ export interface StatsWindow {
   /** How much of a minute's key names its bucket: 16 characters for a minute, 13 an hour, 10 a day. */
   bucketKeyLength: 10 | 13 | 16;
 }
+
+/**
+ * The times an answer can state in RFC 3339 (`YYYY`): buckets from year 0 to before the last hour of 9999
+ * (the end of the last bucket is the bound of the counts read, `YYYY-MM-DDTHH:MM`, which year 10000 is not).
+ */
+const FIRST_MS = Date.parse('0000-01-01T00:00:00.000Z');
+const END_MS = Date.UTC(10000, 0, 1);
 
 const floorTo = (ms: number, unit: number): number => Math.floor(ms / unit) * unit;
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -74,8 +82,11 @@ export function statsWindow(query: StatsQuery, nowMs: number): StatsWindow {
   const scaleFactor: StatsScaleFactor = query.scale_factor ?? (to - from <= HOURS_UP_TO_MS ? 3600 : 86400);
   const size = scaleFactor * 1000;
   const buckets: string[] = [];
+  const first = floorTo(from, size);
   const last = floorTo(to, size);
-  for (let start = floorTo(from, size); start <= last; start += size) buckets.push(iso(start));
+  if (first < FIRST_MS || last + size >= END_MS)
+    throw badRequest.queryParameter('The window must lie within the years 0000 to 9999', 'date_from');
+  for (let start = first; start <= last; start += size) buckets.push(iso(start));
   const bucketKeyLength = scaleFactor === 60 ? 16 : scaleFactor === 3600 ? 13 : 10;
   return {
     dateFrom: iso(from),

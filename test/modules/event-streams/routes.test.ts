@@ -513,6 +513,9 @@ for (const kind of databaseKinds()) {
       const body = stats.json();
       // The original's keys in its order, then the backlog and health Tenantry adds.
       assert.deepEqual(Object.keys(body), ['id', 'name', 'window', 'buckets', 'metrics', 'backlog', 'health']);
+      assert.deepEqual(Object.keys(body.window), ['date_from', 'date_to', 'bucket_interval']);
+      for (const metric of body.metrics)
+        assert.deepEqual(Object.keys(metric), ['name', 'window_total', 'type', 'data']);
       assert.deepEqual([body.id, body.name], [stream.id, 'stats']);
       assert.equal(body.window.bucket_interval.scale_factor, 86400, 'days over the 14 days of the default');
       const hour = 3600_000;

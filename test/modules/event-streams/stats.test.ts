@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { migrate, openDatabase, type Database } from '../../../src/db/database.ts';
+import { migrate, openDatabase, transaction, type Database } from '../../../src/db/database.ts';
 import { Deliveries } from '../../../src/modules/event-streams/deliveries.ts';
 import type { Outcome } from '../../../src/modules/event-streams/delivery/outcome.ts';
 import { statsWindow } from '../../../src/modules/event-streams/stats.ts';
@@ -384,7 +384,126 @@ describe('the stats window', () => {
     assert.match(refused({ date_from: '2025-08-01T06:00:00+01' }), /date_from must be an RFC 3339 date-time/);
     // Without date_from, a date_to more than 14 days back still has its 14 days.
     assert.equal(refused({ date_to: '2020-01-01T00:00:00Z' }), 'answered');
+    // Buckets must be times RFC 3339 can write: a window reaching before year 0 or past 9999 is refused.
+    assert.match(refused({ date_to: '0000-01-01T00:00:00Z' }), /within the years 0000 to 9999/);
+    assert.equal(refused({ date_from: '0000-01-01T00:00:00Z', date_to: '0000-01-01T01:00:00Z' }), 'answered');
+    assert.match(
+      refused({ date_from: '9999-12-31T00:00:00Z', date_to: '9999-12-31T01:00:00Z', scale_factor: 86400 }),
+      /9999/,
+    );
+    assert.match(refused({ date_from: '9999-12-31T00:00:00Z', date_to: '9999-12-31T23:00:00Z' }), /9999/);
+    assert.equal(refused({ date_from: '9999-12-31T00:00:00Z', date_to: '9999-12-31T22:59:59Z' }), 'answered');
     // A date_from after the default end (a future hour) is a window that ends before it begins.
     assert.match(refused({ date_from: '2025-08-01T09:00:00Z' }), /before date_to/);
   });
 });
+
+/**
+ * PostgreSQL: a new minute's count row takes a KEY SHARE lock on its stream (the foreign key). The
+ * recordings' own stream locks and those of the API's transactions (PATCH, redelivery, signing secrets)
+ * must leave it free, or recording waits behind them and two recordings can wait on each other.
+ */
+describe(
+  'stream statistics: recording beside stream locks (PostgreSQL)',
+  { skip: !process.env.TEST_DATABASE_URL },
+  () => {
+    let testDatabase: TestDatabase;
+    let nodeA: Database;
+    let nodeB: Database;
+    const circuit = { openAfter: 5, cooldownMs: 1000, disableAfter: 0, onDisabled: () => undefined };
+    /** Settles with what happened, or 'waiting' when `ms` pass first. */
+    const within = <T>(promise: Promise<T>, ms: number) =>
+      Promise.race([
+        promise.then(
+          (value) => ({ value }),
+          (error: { code?: string }) => ({ error: error.code ?? String(error) }),
+        ),
+        new Promise<'waiting'>((resolve) => setTimeout(() => resolve('waiting'), ms).unref()),
+      ]);
+
+    before(async () => {
+      testDatabase = await createTestDatabase('postgres');
+      nodeA = openDatabase({ databaseUrl: testDatabase.databaseUrl, dataDir: testDatabase.dataDir });
+      nodeB = openDatabase({ databaseUrl: testDatabase.databaseUrl, dataDir: testDatabase.dataDir });
+      await migrate(nodeA);
+      await seedTenant(nodeA, ['est_x', 'est_y']);
+    });
+
+    after(async () => {
+      await nodeA.close();
+      await nodeB.close();
+      await testDatabase.drop();
+    });
+
+    /** A transaction of node A holding the stream as PATCH and redelivery do, through the store's own lock. */
+    async function holdStream(streamId: string): Promise<{ release(): Promise<void> }> {
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let held!: () => void;
+      const holding = new Promise<void>((resolve) => (held = resolve));
+      const transactionDone = transaction(nodeA, async (trx) => {
+        assert.ok(await new StreamStore(nodeA).find('t1', streamId, { trx, lock: true }));
+        held();
+        await released;
+      });
+      await holding;
+      return {
+        release: async () => {
+          release();
+          await transactionDone;
+        },
+      };
+    }
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+    it("records a stream's new minute while an API transaction holds the stream", async () => {
+      const [id] = await claimedDeliveries(nodeA, 'est_x', 1);
+      const holder = await holdStream('est_x');
+      try {
+        const recorded = await within(
+          recordOutcomes(nodeB, [outcome('est_x', id!, 'delivered', '2026-06-01T12:00:00.000Z')], circuit),
+          3000,
+        );
+        assert.deepEqual(recorded, { value: 1 });
+      } finally {
+        await holder.release();
+      }
+    });
+
+    it('records two nodes’ failures on the same streams, one of them counting a new minute, without a deadlock', async () => {
+      const [x1, x2] = await claimedDeliveries(nodeA, 'est_x', 2);
+      const [y1, y2] = await claimedDeliveries(nodeA, 'est_y', 2);
+      // The first recording's failures lock est_x, then est_y; it waits on the holder for est_x while the
+      // second, counting a new minute of est_x and failing on est_y, starts. Had the streams been locked FOR
+      // UPDATE, the second would hold est_y waiting for est_x's key, and the first, let go, wait for est_y.
+      const holder = await holdStream('est_x');
+      const first = within(
+        recordOutcomes(
+          nodeB,
+          [
+            outcome('est_x', x1!, 'failed', '2026-06-01T13:00:01.000Z'),
+            outcome('est_y', y1!, 'failed', '2026-06-01T13:00:02.000Z'),
+          ],
+          circuit,
+        ),
+        10_000,
+      );
+      await sleep(200);
+      const second = within(
+        recordOutcomes(
+          nodeB,
+          [
+            outcome('est_x', x2!, 'delivered', '2026-06-01T13:05:00.000Z'),
+            outcome('est_y', y2!, 'failed', '2026-06-01T13:05:00.000Z'),
+          ],
+          circuit,
+        ),
+        10_000,
+      );
+      await sleep(200);
+      await holder.release();
+      assert.deepEqual(await Promise.all([first, second]), [{ value: 2 }, { value: 2 }]);
+      assert.deepEqual(await countRows(nodeA), await countedFromAttempts(nodeA));
+    });
+  },
+);

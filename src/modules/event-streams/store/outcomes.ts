@@ -39,7 +39,10 @@ const NEXT_RUN = `((CASE WHEN t.reset THEN 0 ELSE s.consecutive_failures END) + 
 
 // The outcomes' order (ordinality) tells which failures came after the stream's last success. A failure
 // of a send that began before the circuit opened does not extend it (see CircuitRules). The streams
-// whose run changes are locked in id order first, so two nodes recording at once cannot deadlock.
+// whose run changes are locked in id order first, so two nodes recording at once cannot deadlock; FOR NO
+// KEY UPDATE, which leaves the stream's key to the KEY SHARE lock every new row of delivery_counts takes
+// on its stream (its foreign key): FOR UPDATE there made a recording that counted a new minute of one
+// stream wait for another recording that held that stream and waited for it (PostgreSQL: 40P01).
 const POSTGRES_RECORD = `
   WITH outcome AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::float8[], $17::text[])
@@ -60,7 +63,8 @@ const POSTGRES_RECORD = `
     INSERT INTO delivery_attempts (stream_id, event_id, seq, status, timestamp, error_message, duration)
     SELECT stream_id, event_id, seq, attempt_status, at, error_message, duration FROM recorded
   ), counted AS (
-    -- In key order, as every recording locks them: two nodes adding to the same minutes wait, never deadlock.
+    -- After the streams (this runs once the main query has), in key order: two recordings adding to the
+    -- same minutes wait for each other, never in a cycle.
     INSERT INTO delivery_counts (stream_id, minute, delivered, failed)
     SELECT stream_id, substr(at, 1, 16), count(*) FILTER (WHERE attempt_status = 'delivered'),
       count(*) FILTER (WHERE attempt_status = 'failed')
@@ -77,7 +81,7 @@ const POSTGRES_RECORD = `
   ), locked AS (
     SELECT s.id, s.status AS was FROM event_streams s JOIN tally t ON t.stream_id = s.id
     WHERE $12 AND (t.failures > 0 OR s.consecutive_failures > 0 OR s.circuit_open_until IS NOT NULL)
-    ORDER BY s.id FOR UPDATE OF s
+    ORDER BY s.id FOR NO KEY UPDATE OF s
   ), streams AS (
     UPDATE event_streams s SET
       consecutive_failures = ${NEXT_RUN},

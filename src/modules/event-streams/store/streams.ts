@@ -35,14 +35,19 @@ export class StreamStore {
     return Number(row.count);
   }
 
-  /** SQLite needs no lock: a transaction there holds the whole database. */
+  /**
+   * SQLite needs no lock: a transaction there holds the whole database. PostgreSQL: FOR NO KEY UPDATE,
+   * as nothing that locks a stream changes its id; FOR UPDATE would also hold off the KEY SHARE lock the
+   * foreign keys to the stream take, and with it the recording of every node's attempts of the stream
+   * (a new minute's count row) for as long as, say, a redelivery of a million takes.
+   */
   find(tenantId: string, id: string, { trx, lock = false }: StreamRead = {}): Promise<StreamRow | undefined> {
     return (trx ?? this.database.db)
       .selectFrom('event_streams')
       .selectAll()
       .where('tenant_id', '=', tenantId)
       .where('id', '=', id)
-      .$if(lock && this.database.dialect === 'postgres', (q) => q.forUpdate())
+      .$if(lock && this.database.dialect === 'postgres', (q) => q.forNoKeyUpdate())
       .executeTakeFirst();
   }
 
