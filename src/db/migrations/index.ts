@@ -19,6 +19,7 @@ import * as deliveryAttemptsStreamOrder from './017_delivery_attempts_stream_ord
 import * as deliveriesPendingByStream from './018_deliveries_pending_by_stream.ts';
 import * as deliveriesRequeued from './019_deliveries_requeued.ts';
 import * as textComparedBytewise from './020_text_compared_bytewise.ts';
+import * as eventStreamDeletion from './022_event_stream_deletion.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '018_deliveries_pending_by_stream': deliveriesPendingByStream,
   '019_deliveries_requeued': deliveriesRequeued,
   '020_text_compared_bytewise': textComparedBytewise,
+  '022_event_stream_deletion': eventStreamDeletion,
 };
