@@ -99,6 +99,8 @@ export interface Config {
   customDomainsMax: number;
   /** Most event streams one tenant may have: each is a POST per event it subscribes to, queued with every user write. */
   eventStreamsMax: number;
+  /** Most rows one transaction of a deleted stream's background removal deletes (its attempts, its deliveries). */
+  eventStreamDeletionChunkRows: number;
   /** How long after creation a pending custom domain is re-checked in the background before it is failed. */
   customDomainVerifyWindowSeconds: number;
   /** Delay before the first background re-check; each further one waits twice as long, up to the cap. */
@@ -376,6 +378,7 @@ export function loadConfig(env: Env = process.env): Config {
     customDomainEdgeDomain: (text(env, 'CUSTOM_DOMAIN_EDGE_DOMAIN') ?? 'edge.tenantry.local').toLowerCase(),
     customDomainsMax: integer(env, 'CUSTOM_DOMAINS_MAX', 20, 0),
     eventStreamsMax: integer(env, 'EVENT_STREAMS_MAX', 100, 0),
+    eventStreamDeletionChunkRows: integer(env, 'EVENT_STREAM_DELETION_CHUNK_ROWS', 1000, 1),
     customDomainVerifyWindowSeconds: integer(env, 'CUSTOM_DOMAIN_VERIFY_WINDOW_S', 48 * 3600, 1),
     customDomainRecheckInitialMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_INITIAL_MS', 60_000, 1),
     customDomainRecheckMaxMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_MAX_MS', 3_600_000, 1),

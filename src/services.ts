@@ -33,6 +33,7 @@ import { JobService } from './modules/email-verification/jobs/service.ts';
 import { UsersImportService } from './modules/users-imports/service.ts';
 import { UsersImportStore } from './modules/users-imports/store.ts';
 import { UsersImportWorker } from './modules/users-imports/worker.ts';
+import { StreamDeletionWorker } from './modules/event-streams/deletion/worker.ts';
 import { TicketService } from './modules/email-verification/tickets/service.ts';
 import { mailboxDir } from './mail/mailbox.ts';
 import { mailboxTransport, smtpTransport } from './mail/transport.ts';
@@ -80,6 +81,8 @@ export interface Services {
   usersImports: UsersImportService;
   /** Runs users-import jobs; absent for CLI commands. */
   usersImportWorker: UsersImportWorker | undefined;
+  /** Removes deleted event streams' rows in the background; absent for CLI commands. */
+  streamDeletionWorker: StreamDeletionWorker | undefined;
   /** The mail outbox: emails queued, sent and failed, per tenant. */
   mailOutbox: MailOutbox;
   /** The mail outbox worker; absent when MAIL_WORKER=false, and for CLI commands. */
@@ -186,10 +189,16 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const endpointGuard = endpointGuardFor(config);
   // Workers, here or on other nodes, are woken as soon as a transaction that queued deliveries commits.
   const deliveryWakeup = new DeliveryWakeup(database);
+  // A stream deleted here has its rows removed here at once; other nodes find it at their next poll.
+  const streamDeletionWorker = background
+    ? new StreamDeletionWorker(database, { chunkRows: config.eventStreamDeletionChunkRows }, logger)
+    : undefined;
+  streamDeletionWorker?.start();
   const eventStreams = new EventStreamService(database, secretBox, tenants, {
     guard: endpointGuard,
     maxPerTenant: config.eventStreamsMax,
     queued: (trx) => deliveryWakeup.queued(trx),
+    deleted: () => streamDeletionWorker?.wake(),
     logger,
   });
   // Every user write records its webhook events in its own transaction (the events outbox).
@@ -253,7 +262,13 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // After a restore nothing read from the old rows may be served: every cache goes, every bucket refills.
   const snapshots = new SnapshotService(
     database,
-    () => [deliveryWorker, mailWorker, usersImportWorker, background ? verificationRechecks : undefined],
+    () => [
+      deliveryWorker,
+      mailWorker,
+      usersImportWorker,
+      streamDeletionWorker,
+      background ? verificationRechecks : undefined,
+    ],
     async () => {
       tenants.forget();
       signingKeys.forget();
@@ -290,6 +305,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     jobs,
     usersImports,
     usersImportWorker,
+    streamDeletionWorker,
     mailOutbox,
     mailWorker,
     rateLimiter,
@@ -302,6 +318,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
         await deliveryWorker?.stop();
         await mailWorker?.stop();
         await usersImportWorker?.stop();
+        await streamDeletionWorker?.stop();
         await templateRenderer.close();
         await verificationRechecks.stop();
         await Promise.all(limiters.map((l) => l.close()));

@@ -137,8 +137,10 @@ export interface CustomDomainDefaultsTable {
 export interface EventStreamsTable {
   id: string;
   tenant_id: string;
+  /** Null when unnamed, and once the stream is being deleted (its name is free for a new stream at once). */
   name: string | null;
-  status: 'enabled' | 'disabled';
+  /** 'deleting': deleted through the API, its rows being removed in the background; no read shows it. */
+  status: 'enabled' | 'disabled' | 'deleting';
   /** JSON array of {event_type}. */
   subscriptions: string;
   /** JSON of the destination as the API returns it: without token, password or header_value. */
@@ -155,6 +157,10 @@ export interface EventStreamsTable {
   circuit_open_until: string | null;
   /** Why the server disabled the stream; null when it is enabled or was disabled through the API. */
   status_reason: string | null;
+  /** While deleting: when the next run of its removal is due (a failed one is retried later). */
+  deletion_next_at: string | null;
+  /** While deleting: a node's lease on the removal; once it runs out (the node died) another takes it over. */
+  deletion_claimed_until: string | null;
 }
 
 /** The outbox: one row per event, written in the transaction of the change it reports. */

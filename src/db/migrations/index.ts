@@ -20,6 +20,7 @@ import * as deliveriesPendingByStream from './018_deliveries_pending_by_stream.t
 import * as deliveriesRequeued from './019_deliveries_requeued.ts';
 import * as textComparedBytewise from './020_text_compared_bytewise.ts';
 import * as deliveryCounts from './021_delivery_counts.ts';
+import * as eventStreamDeletion from './022_event_stream_deletion.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '019_deliveries_requeued': deliveriesRequeued,
   '020_text_compared_bytewise': textComparedBytewise,
   '021_delivery_counts': deliveryCounts,
+  '022_event_stream_deletion': eventStreamDeletion,
 };

@@ -23,6 +23,8 @@ export interface EventStreamOptions {
   logger?: Pick<Logger, 'error'>;
   /** Most streams one tenant may have (EVENT_STREAMS_MAX). */
   maxPerTenant: number;
+  /** Told of each stream marked deleted, so that the removal of its rows starts at once (deletion/worker.ts). */
+  deleted?: () => void;
 }
 
 /**
@@ -57,6 +59,7 @@ export class EventStreamService {
       new Destinations(secretBox, options.guard),
       tenants,
       options.maxPerTenant,
+      options.deleted ?? (() => undefined),
     );
     this.deliveries = new Deliveries(database, streamStore, deliveryStore, options.queued, options.logger);
     this.testEvents = new TestEvents(database, streamStore, deliveryStore, tenants, options.queued);

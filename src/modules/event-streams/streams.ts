@@ -42,6 +42,8 @@ export class Streams {
     private readonly destinations: Destinations,
     private readonly tenants: Pick<TenantService, 'lock'>,
     private readonly maxPerTenant: number,
+    /** Told of each stream marked deleted, once that commits: the removal of its rows can start at once. */
+    private readonly deleted: () => void,
   ) {}
 
   async create(tenantId: string, input: CreateStreamBody): Promise<EventStream> {
@@ -61,6 +63,8 @@ export class Streams {
       consecutive_failures: 0,
       circuit_open_until: null,
       status_reason: null,
+      deletion_next_at: null,
+      deletion_claimed_until: null,
     };
     await transaction(this.database, async (trx) => {
       // Every user write queues a delivery per subscribed stream, each a POST to an address the client
@@ -121,9 +125,13 @@ export class Streams {
     });
   }
 
-  /** Deliveries and their attempts go with the stream. */
+  /**
+   * The stream is gone at once: marked deleted in one short statement, whatever its history. Its
+   * deliveries and their attempts are removed afterwards, in chunks, in the background (deletions.ts).
+   */
   async delete(tenantId: string, id: string): Promise<void> {
-    if (!(await this.store.delete(tenantId, id))) throw eventStreamErrors.streamNotFound();
+    if (!(await this.store.markDeleting(tenantId, id, now()))) throw eventStreamErrors.streamNotFound();
+    this.deleted();
   }
 }
 

@@ -46,7 +46,8 @@ export class TestEvents {
 
   async send(tenantId: string, streamId: string, input: TestBody): Promise<Delivery> {
     return transaction(this.database, async (trx) => {
-      const stream = await existingStream(this.streams, tenantId, streamId, { trx });
+      // Locked (PostgreSQL): a deletion committing meanwhile waits, and no delivery is queued behind its removal.
+      const stream = await existingStream(this.streams, tenantId, streamId, { trx, lock: true });
       if (stream.status !== 'enabled') throw eventStreamErrors.testToDisabledStream();
       const source = await sourceOf(this.tenants, trx, tenantId);
       const at = now();

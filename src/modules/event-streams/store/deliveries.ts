@@ -137,6 +137,10 @@ export class DeliveryStore {
       .select((eb) => [eb.fn.countAll<number>().as('due'), eb.fn.min('next_attempt_at').as('oldest')])
       .where('status', '=', 'pending')
       .where('next_attempt_at', '<=', at)
+      // A deleted stream's deliveries wait for their removal, never to be sent: no backlog.
+      .where('stream_id', 'not in', (eb) =>
+        eb.selectFrom('event_streams').select('id').where('status', '=', 'deleting'),
+      )
       .executeTakeFirstOrThrow();
     return { due: Number(row.due), oldestDueAt: row.oldest ?? undefined };
   }
@@ -384,7 +388,8 @@ export class DeliveryStore {
 
   /**
    * Attempts recorded at or after `since`, oldest first, of the tenant's or the stream's deliveries when
-   * given. `retrying` rows mark a redelivery being queued, not an attempt.
+   * given. `retrying` rows mark a redelivery being queued, not an attempt. A deleted stream's are not shown
+   * (a send in flight when it was deleted may still record its attempt).
    */
   attemptsSince(since: string, filter: AttemptScope): Promise<AttemptLine[]> {
     return this.database.db
@@ -405,6 +410,7 @@ export class DeliveryStore {
       ])
       .where('a.timestamp', '>=', since)
       .where('a.status', '!=', 'retrying')
+      .where('s.status', '!=', 'deleting')
       .$if(filter.tenant !== undefined, (q) => q.where('s.tenant_id', '=', filter.tenant!))
       .$if(filter.stream !== undefined, (q) => q.where('a.stream_id', '=', filter.stream!))
       .orderBy('a.timestamp')

@@ -4,8 +4,17 @@ import { uniqueOr } from '../../../db/database.ts';
 import type { EventStreamsTable } from '../../../db/schema.ts';
 import { eventStreamErrors } from '../../../http/errors.ts';
 
+/** A stream's status as the API knows it: a stream being deleted is no stream at all. */
+export type LiveStatus = Exclude<EventStreamsTable['status'], 'deleting'>;
+
 /** A stored stream: its destination as the API shows it, its sealed secrets, and its run of failures. */
-export type StreamRow = Selectable<EventStreamsTable>;
+export type StreamRow = Omit<Selectable<EventStreamsTable>, 'status'> & { status: LiveStatus };
+
+/**
+ * Every read and write here leaves out streams being deleted (see deletions.ts): from the moment the
+ * DELETE commits they are gone from the API, the count toward the tenant's limit and the CLI.
+ */
+const DELETING = 'deleting';
 
 /** Where a read runs: inside `trx` when given, and with `lock` holding the row until it ends (PostgreSQL). */
 export interface StreamRead {
@@ -31,6 +40,7 @@ export class StreamStore {
       .selectFrom('event_streams')
       .select((eb) => eb.fn.countAll<number>().as('count'))
       .where('tenant_id', '=', tenantId)
+      .where('status', '!=', DELETING)
       .executeTakeFirstOrThrow();
     return Number(row.count);
   }
@@ -47,13 +57,20 @@ export class StreamStore {
       .selectAll()
       .where('tenant_id', '=', tenantId)
       .where('id', '=', id)
+      .where('status', '!=', DELETING)
+      .$narrowType<{ status: LiveStatus }>()
       .$if(lock && this.database.dialect === 'postgres', (q) => q.forNoKeyUpdate())
       .executeTakeFirst();
   }
 
   /** The tenant's streams in id order, after `afterId` when given, `limit` at most. */
   page(tenantId: string, afterId: string | undefined, limit: number): Promise<StreamRow[]> {
-    let query = this.database.db.selectFrom('event_streams').selectAll().where('tenant_id', '=', tenantId);
+    let query = this.database.db
+      .selectFrom('event_streams')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('status', '!=', DELETING)
+      .$narrowType<{ status: LiveStatus }>();
     if (afterId !== undefined) query = query.where('id', '>', afterId);
     return query.orderBy('id').limit(limit).execute();
   }
@@ -75,18 +92,34 @@ export class StreamStore {
       })
       .where('tenant_id', '=', changed.tenant_id)
       .where('id', '=', changed.id)
+      .where('status', '!=', DELETING)
       .execute();
     await uniqueOr(update, eventStreamErrors.nameTaken);
   }
 
-  /** False when there was no such stream. Its deliveries and their attempts go with it (foreign keys cascade). */
-  async delete(tenantId: string, id: string): Promise<boolean> {
-    const removed = await this.database.db
-      .deleteFrom('event_streams')
+  /**
+   * Marks the stream deleted, in one statement: no read shows it from then on, its name is free, the
+   * outbox and the delivery worker pass it by (both take enabled streams only), and its sealed secrets,
+   * which nothing will use again, are dropped at once. Its rows are removed later, in chunks (deletions.ts),
+   * due from `at`. False when there was no such stream (or it was being deleted already).
+   */
+  async markDeleting(tenantId: string, id: string, at: string): Promise<boolean> {
+    const marked = await this.database.db
+      .updateTable('event_streams')
+      .set({
+        status: DELETING,
+        name: null,
+        secret: null,
+        signing_secrets: null,
+        updated_at: at,
+        deletion_next_at: at,
+        deletion_claimed_until: null,
+      })
       .where('tenant_id', '=', tenantId)
       .where('id', '=', id)
+      .where('status', '!=', DELETING)
       .executeTakeFirst();
-    return removed.numDeletedRows !== 0n;
+    return marked.numUpdatedRows !== 0n;
   }
 
   async setSigningSecrets(trx: Tx, tenantId: string, id: string, sealed: string | null): Promise<void> {
@@ -95,6 +128,7 @@ export class StreamStore {
       .set({ signing_secrets: sealed })
       .where('tenant_id', '=', tenantId)
       .where('id', '=', id)
+      .where('status', '!=', DELETING)
       .execute();
   }
 
@@ -105,6 +139,7 @@ export class StreamStore {
       .set({ signing_secrets: null })
       .where('tenant_id', '=', tenantId)
       .where('id', '=', id)
+      .where('status', '!=', DELETING)
       .executeTakeFirst();
     return updated.numUpdatedRows !== 0n;
   }
@@ -125,6 +160,7 @@ export class StreamStore {
       .selectFrom('event_streams')
       .select('id')
       .where('id', '=', id)
+      .where('status', '!=', DELETING)
       .$if(tenantId !== undefined, (q) => q.where('tenant_id', '=', tenantId!))
       .executeTakeFirst();
     return stream !== undefined;
