@@ -253,7 +253,7 @@ export const StatsQuery = Type.Object(
         STATS_SCALE_FACTORS.map((seconds) => Type.Literal(seconds)),
         {
           description:
-            'Tenantry: the bucket size in seconds. Without it, hours for a window of up to 24 hours and days for a longer one, as the original',
+            'Tenantry: the bucket size in seconds, 60, 3600 or 86400. Without it, hours for a window of up to 24 hours and days for a longer one, as the original',
         },
       ),
     ),

@@ -566,7 +566,7 @@ for (const kind of databaseKinds()) {
         ['date_from=2020-01-01T00:00:00Z&date_to=2020-02-01T01:00:00Z', /longer than 31 days/],
         ['scale_factor=60&date_from=2020-01-01T00:00:00Z&date_to=2020-01-02T00:01:00Z', /longer than 24 hours/],
         ['date_from=2020-01-02T00:00:00Z&date_to=2020-01-01T00:00:00Z', /date_from must be before date_to/],
-        ['scale_factor=30', /scale_factor/],
+        ['scale_factor=30', /scale_factor \(Tenantry: the bucket size in seconds, 60, 3600 or 86400/],
         ['scale_factor=3600.5', /scale_factor/],
         ['window=60', /window/],
       ] as const) {
