@@ -194,6 +194,7 @@ export const customDomainError = {
   tooMany: () => conflict('You reached the maximum number of custom domains for your account.'),
   mustBeVerified: () => badRequest.body('The domain must be verified before it can be set as default.'),
   alreadyVerified: () => badRequest.body('Custom domain already verified.'),
+  notReady: () => conflict('The custom domain is not ready.'),
   deletingDefault: () =>
     conflict('Cannot delete the default custom domain. Please set another domain as default before deleting this one.'),
   relyingPartyIdentifier: () =>

@@ -4,6 +4,7 @@ import {
   CreateCustomDomainBody,
   CustomDomainCertificate,
   CustomDomainId,
+  CustomDomainTest,
   ListCustomDomainsQuery,
   SetDefaultBody,
   UpdateCustomDomainBody,
@@ -118,6 +119,21 @@ export async function customDomainRoutes(
       },
     },
     async (request) => domains.verify(request.tenant.id, request.params.id),
+  );
+
+  app.post<{ Params: CustomDomainId }>(
+    `${BASE}/:id/test`,
+    {
+      config: { scopes: ['read:custom_domains'] },
+      schema: {
+        tags,
+        operationId: 'testCustomDomain',
+        summary: "Check a ready custom domain's DNS record again, changing nothing",
+        params: CustomDomainId,
+        response: { 200: CustomDomainTest },
+      },
+    },
+    async (request) => domains.test(request.tenant.id, request.params.id),
   );
 
   // A Tenantry extension: what the console's domain cards show.

@@ -98,6 +98,16 @@ export const ListCustomDomainsQuery = Type.Object({
 });
 export type ListCustomDomainsQuery = Static<typeof ListCustomDomainsQuery>;
 
+/** What POST /api/v2/custom-domains/{id}/test answers, as the original does. */
+export const CustomDomainTest = Type.Object(
+  {
+    success: Type.Boolean({ description: "Whether the domain's DNS record is still in place" }),
+    message: Type.Optional(Type.String({ description: 'What the check found instead, when it failed' })),
+  },
+  { additionalProperties: false },
+);
+export type CustomDomainTest = Static<typeof CustomDomainTest>;
+
 /** What GET /api/v2/custom-domains/{id}/certificate shows (a Tenantry extension): never a key. */
 export const CustomDomainCertificate = Type.Object(
   {

@@ -7,7 +7,12 @@ import type { Tenant, TenantService } from '../tenants/service.ts';
 import { DefaultDomain, type DefaultDomainRecord } from './default-domain.ts';
 import type { DnsCheck } from './dns-check.ts';
 import { present, project, type CustomDomain } from './record.ts';
-import type { CreateCustomDomainBody, ListCustomDomainsQuery, UpdateCustomDomainBody } from './schema.ts';
+import type {
+  CreateCustomDomainBody,
+  CustomDomainTest,
+  ListCustomDomainsQuery,
+  UpdateCustomDomainBody,
+} from './schema.ts';
 import type {
   ClaimedCheck,
   CustomDomainRow,
@@ -235,6 +240,11 @@ export class CustomDomainService {
     const { record, becameReady } = await this.verification.verify(tenantId, id);
     this.changed(becameReady);
     return record;
+  }
+
+  /** Checks a ready domain's DNS record again, changing nothing (see verification.ts). */
+  test(tenantId: string, id: string): Promise<CustomDomainTest> {
+    return this.verification.test(tenantId, id);
   }
 
   /**

@@ -3,6 +3,7 @@ import { customDomainError } from '../../http/errors.ts';
 import { hashSecret } from '../../secret-hash.ts';
 import type { Check, DnsCheck } from './dns-check.ts';
 import { present, type CustomDomain } from './record.ts';
+import type { CustomDomainTest } from './schema.ts';
 import {
   HostnameTaken,
   type CheckOutcome,
@@ -203,6 +204,18 @@ export class DomainVerification {
       record: apiKey === undefined ? record : { ...record, cname_api_key: apiKey },
       becameReady: before.status !== 'ready' && updated.status === 'ready' ? updated.domain : undefined,
     };
+  }
+
+  /**
+   * POST …/{id}/test: whether a ready domain's DNS record still points where its verification found it,
+   * as the original answers, `{success}` or `{success: false, message}` with the check's finding. A
+   * domain not ready is the original's 409. Changes nothing: a failed test does not unverify the domain.
+   */
+  async test(tenantId: string, id: string): Promise<CustomDomainTest> {
+    const domain = await this.store.get(tenantId, id);
+    if (domain.status !== 'ready') throw customDomainError.notReady();
+    const check = await this.dns.check(domain);
+    return check.ok ? { success: true } : { success: false, message: check.error };
   }
 
   /**

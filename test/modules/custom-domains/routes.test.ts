@@ -198,6 +198,41 @@ for (const kind of databaseKinds()) {
       assert.equal('is_default' in ready, false);
       assert.equal(ready.cname_api_key, undefined);
 
+      // POST …/test: the record checked again, nothing changed whatever it finds.
+      const test = (id: string, token?: string, host?: string) =>
+        server.request({
+          method: 'POST',
+          url: `/api/v2/custom-domains/${id}/test`,
+          token,
+          ...(host ? { headers: { host } } : {}),
+        });
+      const passed = await test(cd.custom_domain_id);
+      assert.equal(passed.statusCode, 200, passed.body);
+      assert.deepEqual(passed.json(), { success: true });
+      dns.remove('auth.verify.test');
+      const gone = await test(cd.custom_domain_id);
+      assert.equal(gone.statusCode, 200, gone.body);
+      assert.equal(gone.json().success, false);
+      assert.match(gone.json().message, /No CNAME record found for auth\.verify\.test/);
+      assert.equal((await get(cd.custom_domain_id)).json().status, 'ready', 'a failed test unverifies nothing');
+      dns.setCname('auth.verify.test', target);
+      const otherTenants = await test(cd.custom_domain_id, otherToken, 'other.test');
+      assert.equal(otherTenants.statusCode, 404);
+      assert.equal(otherTenants.json().errorCode, 'inexistent_custom_domain');
+      const reader = await server.clientWithScopes(['read:custom_domains']);
+      assert.equal((await test(cd.custom_domain_id, reader.token)).statusCode, 200);
+      const unscoped = await server.clientWithScopes(['read:users']);
+      assert.equal((await test(cd.custom_domain_id, unscoped.token)).statusCode, 403);
+      const notReady = (await create({ domain: 'pending.test-op.test', type: 'svc_managed_certs' })).json();
+      const refused = await test(notReady.custom_domain_id);
+      assert.equal(refused.statusCode, 409);
+      assert.deepEqual(refused.json(), {
+        statusCode: 409,
+        error: 'Conflict',
+        message: 'The custom domain is not ready.',
+      });
+      assert.equal((await test('cd_1111111111111111')).statusCode, 404);
+
       const again = await verify(cd.custom_domain_id);
       assert.equal(again.statusCode, 400);
       assert.equal(again.json().message, 'Custom domain already verified.');

@@ -79,6 +79,8 @@ for (const kind of databaseKinds()) {
       assert.equal(ready.status, 'ready');
       assert.equal(ready.verification?.status, 'verified');
       assert.equal(ready.cname_api_key, undefined);
+      // customDomains.test: the ready domain's record is in place.
+      assert.deepEqual(await client.customDomains.test(managed.custom_domain_id), { success: true });
       dns.setTxt(proxied.verification.methods![0]!.domain!, proxied.verification.methods![0]!.record);
       const proxiedReady = await client.customDomains.verify(proxied.custom_domain_id);
       assert.equal(proxiedReady.status, 'ready');
@@ -145,6 +147,10 @@ for (const kind of databaseKinds()) {
         }),
       );
       const pending = await client.customDomains.create({ domain: 'pending.sdk.test', type: 'auth0_managed_certs' });
+      await assert.rejects(
+        client.customDomains.test(pending.custom_domain_id),
+        failsWith(409, { statusCode: 409, error: 'Conflict', message: 'The custom domain is not ready.' }),
+      );
       await assert.rejects(
         client.customDomains.setDefault({ domain: pending.domain }),
         failsWith(400, {
