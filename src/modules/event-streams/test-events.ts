@@ -3,7 +3,7 @@ import { now, transaction } from '../../db/database.ts';
 import { eventStreamErrors } from '../../http/errors.ts';
 import { newId } from '../../ids.ts';
 import type { Delivery } from './deliveries.ts';
-import { envelope } from './envelope.ts';
+import { envelope, type Envelope } from './envelope.ts';
 import { sourceOf, type QueuedListener, type TenantLookup } from './outbox.ts';
 import type { TestBody } from './schema.ts';
 import { pendingDelivery, type DeliveryStore, type EventRow } from './store/deliveries.ts';
@@ -32,6 +32,15 @@ export function sampleData(type: string): unknown {
   };
   if (type.startsWith('user.')) return { object: user };
   return { object: { id: 'sample_1234567890', name: 'sample' } };
+}
+
+/**
+ * The envelope in the key order the original's test response shows (compat notes §4.6), which differs
+ * from the one its deliveries carry (§4.7); the webhook receives the deliveries' order.
+ */
+function inTestResponseOrder(event: Envelope): Envelope {
+  const { specversion, id, source, type, time, data, a0purpose, a0stream, a0tenant } = event;
+  return { specversion, id, source, type, time, data, ...(a0purpose ? { a0purpose } : {}), a0stream, a0tenant };
 }
 
 /** POST …/test: one test event (`a0purpose: test`), queued for the stream like any other. */
@@ -68,7 +77,7 @@ export class TestEvents {
         event_type: input.event_type,
         status: 'pending',
         attempts: [],
-        event: envelope(event, streamId),
+        event: inTestResponseOrder(envelope(event, streamId)),
       };
     });
   }

@@ -681,8 +681,31 @@ for (const kind of databaseKinds()) {
       assert.deepEqual(body.attempts, []);
       assert.equal(body.event.a0purpose, 'test');
       assert.equal(typeof body.event.data.object.user_id, 'string');
+      // The original's test response orders the event's keys otherwise than its deliveries do.
+      assert.deepEqual(Object.keys(body.event), [
+        'specversion',
+        'id',
+        'source',
+        'type',
+        'time',
+        'data',
+        'a0purpose',
+        'a0stream',
+        'a0tenant',
+      ]);
       const [request] = await receiver.waitFor((r) => r.length >= 1);
       assert.deepEqual(request!.json(), body.event);
+      assert.deepEqual(Object.keys(request!.json()), [
+        'id',
+        'source',
+        'specversion',
+        'type',
+        'time',
+        'data',
+        'a0tenant',
+        'a0stream',
+        'a0purpose',
+      ]);
 
       const custom = await server.request({
         method: 'POST',
