@@ -99,7 +99,7 @@ export interface Config {
   customDomainsMax: number;
   /** Most event streams one tenant may have: each is a POST per event it subscribes to, queued with every user write. */
   eventStreamsMax: number;
-  /** Most rows one transaction of a deleted stream's background removal deletes (its attempts, its deliveries). */
+  /** Most rows one transaction of a deleted stream's background removal deletes (its per-minute counts, attempts, deliveries); at most 100,000. */
   eventStreamDeletionChunkRows: number;
   /** How long after creation a pending custom domain is re-checked in the background before it is failed. */
   customDomainVerifyWindowSeconds: number;
@@ -135,12 +135,18 @@ type Env = Record<string, string | undefined>;
 
 export class ConfigError extends Error {}
 
-function integer(env: Env, name: string, fallback: number, min = 0): number {
+/**
+ * Digits only (`1e20` and `0x10` are numbers to `Number`, not settings anyone meant), at least `min`, and
+ * at most `max`: past it a setting stops meaning what it says (a chunk of 10^20 rows is no chunk).
+ */
+function integer(env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min)
-    throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max)
+    throw new ConfigError(
+      `${name} must be an integer >= ${min}${max === Number.MAX_SAFE_INTEGER ? '' : ` and <= ${max}`}, got "${raw}"`,
+    );
   return value;
 }
 
@@ -378,7 +384,7 @@ export function loadConfig(env: Env = process.env): Config {
     customDomainEdgeDomain: (text(env, 'CUSTOM_DOMAIN_EDGE_DOMAIN') ?? 'edge.tenantry.local').toLowerCase(),
     customDomainsMax: integer(env, 'CUSTOM_DOMAINS_MAX', 20, 0),
     eventStreamsMax: integer(env, 'EVENT_STREAMS_MAX', 100, 0),
-    eventStreamDeletionChunkRows: integer(env, 'EVENT_STREAM_DELETION_CHUNK_ROWS', 1000, 1),
+    eventStreamDeletionChunkRows: integer(env, 'EVENT_STREAM_DELETION_CHUNK_ROWS', 1000, 1, 100_000),
     customDomainVerifyWindowSeconds: integer(env, 'CUSTOM_DOMAIN_VERIFY_WINDOW_S', 48 * 3600, 1),
     customDomainRecheckInitialMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_INITIAL_MS', 60_000, 1),
     customDomainRecheckMaxMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_MAX_MS', 3_600_000, 1),

@@ -55,6 +55,20 @@ describe('configuration', () => {
     }
   });
 
+  it('reads integer settings as digits only, within their bounds', () => {
+    assert.equal(loadConfig({ EVENT_STREAM_DELETION_CHUNK_ROWS: '100000' }).eventStreamDeletionChunkRows, 100_000);
+    for (const bad of ['0', '-5', 'abc', '1.5', '1e3', '0x10', ' 7', '100001', '99999999999999999999999'])
+      assert.throws(
+        () => loadConfig({ EVENT_STREAM_DELETION_CHUNK_ROWS: bad }),
+        /EVENT_STREAM_DELETION_CHUNK_ROWS must be an integer >= 1 and <= 100000/,
+        bad,
+      );
+    assert.throws(
+      () => loadConfig({ EVENT_STREAMS_MAX: '1e2' }),
+      /EVENT_STREAMS_MAX must be an integer >= 0, got "1e2"/,
+    );
+  });
+
   it('reads RATE_LIMIT_REDIS_FAILURE as allow (the default), deny or local', () => {
     assert.equal(loadConfig({}).rateLimitRedisFailure, 'allow');
     for (const value of ['allow', 'deny', 'local'] as const) {

@@ -4,6 +4,9 @@ import type { Database, Tx } from '../../../db/database.ts';
 import { transaction } from '../../../db/database.ts';
 import type { EventStreamsTable, Schema } from '../../../db/schema.ts';
 
+/** Thrown inside a chunk's transaction to roll it back: its lease is another run's by now. */
+class LeaseLost extends Error {}
+
 /** A stream being deleted, claimed by this node under `lease`. */
 export interface ClaimedDeletion extends Pick<EventStreamsTable, 'id' | 'tenant_id'> {
   lease: string;
@@ -47,7 +50,9 @@ const DUE_DELETIONS: LeasedTable<ClaimedDeletion> = {
  * The removal of deleted streams' rows: a stream's per-minute counts, its delivery attempts, then its
  * deliveries (every row that hangs off it: they are the only tables whose foreign keys lead to
  * event_streams; a count row a minute of the stream's history, up to 525,600 a year), then the stream row.
- * The only queries on a stream being deleted; store/streams.ts marks it and reads every other stream.
+ * The removal's queries on a stream being deleted; store/streams.ts marks it and reads every other stream
+ * (the delivery worker's claim and recording and the backlog gauge also meet such streams, and pass
+ * them by: they take enabled streams, or leave a deleting one's status as it is).
  */
 export class StreamDeletionStore {
   constructor(private readonly database: Database) {}
@@ -69,37 +74,70 @@ export class StreamDeletionStore {
     rows: number,
   ): Promise<ChunkResult | undefined> {
     return transaction(this.database, async (trx) => {
+      // The lease is checked with a plain read and renewed last: the stream row is locked after the rows
+      // removed, as the recording of an attempt locks its delivery before its stream (PostgreSQL). Locked
+      // first, a chunk removing a delivery whose failed send was being recorded deadlocked with it.
       const held = await trx
-        .updateTable('event_streams')
-        .set({ deletion_claimed_until: newLease })
+        .selectFrom('event_streams')
+        .select('id')
         .where('id', '=', deletion.id)
         .where('status', '=', 'deleting')
         .where('deletion_claimed_until', '=', deletion.lease)
         .executeTakeFirst();
-      if (held.numUpdatedRows === 0n) return undefined;
+      if (!held) return undefined;
       const cursor = { ...from };
       let removed = 0;
+      // Each stage takes what the chunk has left: a stage that ends inside the chunk leaves at least one row.
       if (!cursor.countsDone) {
-        const counts = await this.removeCounts(trx, deletion.id, cursor.count, rows);
+        const counts = await this.removeCounts(trx, deletion.id, cursor.count, rows - removed);
         removed += counts.removed;
-        if (counts.last === undefined) cursor.countsDone = true;
-        else return { removed, finished: false, cursor: { ...cursor, count: counts.last } };
+        if (counts.last !== undefined)
+          return this.renewed(trx, deletion, newLease, removed, { ...cursor, count: counts.last });
+        cursor.countsDone = true;
       }
       if (!cursor.attemptsDone) {
-        const attempts = await this.removeAttempts(trx, deletion.id, cursor.attempt, rows);
+        const attempts = await this.removeAttempts(trx, deletion.id, cursor.attempt, rows - removed);
         removed += attempts.removed;
-        if (attempts.last === undefined) cursor.attemptsDone = true;
-        else return { removed, finished: false, cursor: { ...cursor, attempt: attempts.last } };
+        if (attempts.last !== undefined)
+          return this.renewed(trx, deletion, newLease, removed, { ...cursor, attempt: attempts.last });
+        cursor.attemptsDone = true;
       }
       const deliveries = await this.removeDeliveries(trx, deletion.id, cursor.delivery, rows - removed);
       removed += deliveries.removed;
       if (deliveries.last !== undefined)
-        return { removed, finished: false, cursor: { ...cursor, delivery: deliveries.last } };
+        return this.renewed(trx, deletion, newLease, removed, { ...cursor, delivery: deliveries.last });
       // A delivery written behind the cursor meanwhile (an attempt recorded for a send that was in flight)
       // goes through the foreign keys' cascade: a few rows at most.
-      await trx.deleteFrom('event_streams').where('id', '=', deletion.id).execute();
+      const gone = await trx
+        .deleteFrom('event_streams')
+        .where('id', '=', deletion.id)
+        .where('deletion_claimed_until', '=', deletion.lease)
+        .executeTakeFirst();
+      if (gone.numDeletedRows === 0n) throw new LeaseLost();
       return { removed, finished: true, cursor };
+    }).catch((error: unknown) => {
+      if (error instanceof LeaseLost) return undefined;
+      throw error;
     });
+  }
+
+  /** The chunk's end: the lease renewed, or the chunk rolled back when another run holds it now. */
+  private async renewed(
+    trx: Tx,
+    deletion: ClaimedDeletion,
+    newLease: string,
+    removed: number,
+    cursor: RemovalCursor,
+  ): Promise<ChunkResult> {
+    const renewed = await trx
+      .updateTable('event_streams')
+      .set({ deletion_claimed_until: newLease })
+      .where('id', '=', deletion.id)
+      .where('status', '=', 'deleting')
+      .where('deletion_claimed_until', '=', deletion.lease)
+      .executeTakeFirst();
+    if (renewed.numUpdatedRows === 0n) throw new LeaseLost();
+    return { removed, finished: false, cursor };
   }
 
   /** Lets the deletion go until `at` (after a failure), or at once (a node stopping) when `at` is now. */
