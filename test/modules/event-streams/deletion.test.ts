@@ -208,6 +208,12 @@ describe('deleting an event stream', { concurrency: true }, () =>
           const stats = await server.request({ url: `/api/v2/event-streams/${doomed}/stats` });
           assert.equal(stats.statusCode, 200, stats.body);
 
+          const signing = await server.request({
+            method: 'POST',
+            url: `/api/v2/event-streams/${doomed}/signing-secrets`,
+            payload: {},
+          });
+          assert.equal(signing.statusCode, 201, signing.body);
           const deleted = await deleteStream(doomed);
           assert.equal(deleted.statusCode, 204);
           assert.equal(deleted.body, '');
@@ -270,6 +276,15 @@ describe('deleting an event stream', { concurrency: true }, () =>
           // Still there, unseen, until the background work removes it.
           const left = await rowsOf(server.services.database, doomed);
           assert.deepEqual(left, { deliveries: 5, attempts: 10, stream: { status: 'deleting', name: null } });
+          // Its sealed webhook secret and signing secrets went with the DELETE, not with the removal.
+          assert.deepEqual(
+            await server.services.database.db
+              .selectFrom('event_streams')
+              .select(['secret', 'signing_secrets'])
+              .where('id', '=', doomed)
+              .executeTakeFirst(),
+            { secret: null, signing_secrets: null },
+          );
           deletionWorker().resume();
           await deletedLine(doomed);
           assert.deepEqual(await rowsOf(server.services.database, doomed), {
