@@ -1,4 +1,4 @@
-import type { ExpressionBuilder } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
 import { claimDueRows, type LeasedTable } from '../../../db/claim-due.ts';
 import type { Database, Tx } from '../../../db/database.ts';
 import { transaction } from '../../../db/database.ts';
@@ -187,52 +187,40 @@ export class StreamDeletionStore {
   }
 
   /** The stream's per-minute counts after the minute `after`, up to `limit` (as removeAttempts). */
-  private async removeCounts(
-    trx: Tx,
-    streamId: string,
-    after: string | undefined,
-    limit: number,
-  ): Promise<{ removed: number; last?: string }> {
-    const last = await trx
-      .selectFrom('delivery_counts')
-      .select('minute')
-      .where('stream_id', '=', streamId)
-      .$if(after !== undefined, (q) => q.where('minute', '>', after!))
-      .orderBy('minute')
-      .offset(limit - 1)
-      .limit(1)
-      .executeTakeFirst();
-    const gone = await trx
-      .deleteFrom('delivery_counts')
-      .where('stream_id', '=', streamId)
-      .$if(after !== undefined, (q) => q.where('minute', '>', after!))
-      .$if(last !== undefined, (q) => q.where('minute', '<=', last!.minute))
-      .executeTakeFirst();
-    return { removed: Number(gone.numDeletedRows), ...(last ? { last: last.minute } : {}) };
+  private removeCounts(trx: Tx, streamId: string, after: string | undefined, limit: number) {
+    return this.removeByKey(trx, 'delivery_counts', 'minute', streamId, after, limit);
   }
 
-  /** The stream's deliveries after `after`, up to `limit` (as removeAttempts). */
-  private async removeDeliveries(
+  /** The stream's deliveries after the event `after`, up to `limit` (as removeAttempts). */
+  private removeDeliveries(trx: Tx, streamId: string, after: string | undefined, limit: number) {
+    return this.removeByKey(trx, 'deliveries', 'event_id', streamId, after, limit);
+  }
+
+  /** A table whose rows of a stream are keyed by one column after the stream's: as removeAttempts. */
+  private async removeByKey(
     trx: Tx,
+    table: 'delivery_counts' | 'deliveries',
+    key: 'minute' | 'event_id',
     streamId: string,
     after: string | undefined,
     limit: number,
   ): Promise<{ removed: number; last?: string }> {
+    const column = sql.ref<string>(key);
     const last = await trx
-      .selectFrom('deliveries')
-      .select('event_id')
+      .selectFrom(table)
+      .select(column.as('key'))
       .where('stream_id', '=', streamId)
-      .$if(after !== undefined, (q) => q.where('event_id', '>', after!))
-      .orderBy('event_id')
+      .$if(after !== undefined, (q) => q.where(column, '>', after!))
+      .orderBy(column)
       .offset(limit - 1)
       .limit(1)
       .executeTakeFirst();
     const gone = await trx
-      .deleteFrom('deliveries')
+      .deleteFrom(table)
       .where('stream_id', '=', streamId)
-      .$if(after !== undefined, (q) => q.where('event_id', '>', after!))
-      .$if(last !== undefined, (q) => q.where('event_id', '<=', last!.event_id))
+      .$if(after !== undefined, (q) => q.where(column, '>', after!))
+      .$if(last !== undefined, (q) => q.where(column, '<=', last!.key))
       .executeTakeFirst();
-    return { removed: Number(gone.numDeletedRows), ...(last ? { last: last.event_id } : {}) };
+    return { removed: Number(gone.numDeletedRows), ...(last ? { last: last.key } : {}) };
   }
 }
