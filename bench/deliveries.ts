@@ -13,7 +13,7 @@
  *                       node without a worker. Baseline: one UPDATE of the same rows back to failed.
  *                       BENCH_REDELIVER sets the number, BENCH_REDELIVER_DATABASES (sqlite,postgres)
  *                       the databases.
- *  (also claim-growth and stats-growth, described at their functions below)
+ *  (also claim-growth, stats-growth and deletion-stall, described at their functions below)
  *
  * PostgreSQL parts run on a fresh database on BENCH_DATABASE_URL's server (default
  * postgres://postgres@127.0.0.1:5432/postgres), dropped afterwards; skipped when none answers.
@@ -1075,5 +1075,84 @@ export async function statsGrowth(): Promise<void> {
     } finally {
       await backend.close();
     }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// deletion-stall
+
+const DELETION_DELIVERIES = Number(process.env.BENCH_DELETION_DELIVERIES ?? 250_000);
+const PROBE_EVERY_MS = 50;
+const BASELINE_PROBE_MS = 5_000;
+const REMOVAL_LIMIT_MS = 120_000;
+
+/** GET of one stream every PROBE_EVERY_MS until `done()`, or `limitMs`: each answer's latency. */
+async function probe(node: Node, streamId: string, done: () => Promise<boolean>, limitMs: number): Promise<number[]> {
+  const latencies: number[] = [];
+  const until = wallClock() + limitMs;
+  while (wallClock() < until && !(await done())) {
+    const started = wallClock();
+    const answer = await api(node, 'GET', `/api/v2/event-streams/${streamId}`);
+    if (answer.status !== 200) throw new Error(`the probe answered ${answer.status}`);
+    latencies.push(wallClock() - started);
+    await sleep(Math.max(0, PROBE_EVERY_MS - (wallClock() - started)));
+  }
+  return latencies;
+}
+
+/**
+ * deletion-stall: what deleting a stream with a long history costs every other request, on one SQLite
+ * node (where the event loop and the database are shared by every tenant). A stream with
+ * BENCH_DELETION_DELIVERIES failed deliveries (four attempts each, the redelivery fixture) is deleted
+ * while another stream is read every 50 ms; the DELETE's own time, the background removal's, and the
+ * probe's latency meanwhile are reported. Baseline: the same probe for 5 s before, nothing being deleted.
+ * Before the removal in chunks the DELETE was one statement: 16 s for 1,000,000 deliveries and attempts.
+ */
+export async function deletionStall(): Promise<void> {
+  const backend = await startBackend('sqlite', 1, { DELIVERY_WORKER: 'false' });
+  if (!backend) return;
+  try {
+    const node = backend.nodes[0]!;
+    const [doomed, other] = await createStreams(node, 9, 2);
+    const fixtureStart = wallClock();
+    await insertOutbox(backend.database, [doomed!], DELETION_DELIVERIES, 'failed');
+    const rows = DELETION_DELIVERIES * 5;
+    process.stdout.write(
+      `    ${backend.name}: ${fmt.int(DELETION_DELIVERIES)} deliveries and ${fmt.int(DELETION_DELIVERIES * 4)} attempts (fixture ${fmt.s(wallClock() - fixtureStart)})\n`,
+    );
+    const baseline = await probe(node, other!, async () => false, BASELINE_PROBE_MS);
+    const deleteStart = wallClock();
+    const deleted = await api(node, 'DELETE', `/api/v2/event-streams/${doomed}`);
+    const deleteMs = wallClock() - deleteStart;
+    if (deleted.status !== 204) throw new Error(`DELETE answered ${deleted.status}`);
+    const gone = async () =>
+      (await backend.database.db
+        .selectFrom('event_streams')
+        .select('id')
+        .where('id', '=', doomed!)
+        .executeTakeFirst()) === undefined;
+    const during = await probe(node, other!, gone, REMOVAL_LIMIT_MS);
+    const removalMs = wallClock() - deleteStart;
+    if (!(await gone())) throw new Error(`the removal did not end within ${REMOVAL_LIMIT_MS / 1000} s`);
+    const left = await countBy(backend.database, 'deliveries');
+    if (Object.keys(left).length > 0) throw new Error(`deliveries left: ${JSON.stringify(left)}`);
+    const row = (label: string, values: number[]) => [
+      label,
+      fmt.int(values.length),
+      ms1(percentile(values, 0.5)),
+      ms1(percentile(values, 0.99)),
+      ms1(Math.max(...values)),
+    ];
+    table(
+      `deletion — ${backend.name}, a stream of ${fmt.int(rows)} rows deleted while another is read every ${PROBE_EVERY_MS} ms`,
+      ['probe', 'requests', 'p50', 'p99', 'max'],
+      [row('baseline: nothing being deleted', baseline), row('while the removal runs', during)],
+    );
+    const ratio = percentile(during, 0.99) / percentile(baseline, 0.99);
+    process.stdout.write(
+      `\n  DELETE answered in ${ms1(deleteMs)}; the removal took ${fmt.s(removalMs)}; probe p99 during / baseline: ${fmt.ratio(ratio)}\n`,
+    );
+  } finally {
+    await backend.close();
   }
 }

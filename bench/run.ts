@@ -26,6 +26,7 @@ const benchmarks: Record<string, (context: BenchContext) => Promise<void>> = {
   redelivery: deliveries.redelivery,
   'claim-growth': deliveries.claimGrowth,
   'stats-growth': deliveries.statsGrowth,
+  'deletion-stall': deliveries.deletionStall,
   startup: startup.run,
   embedded: embedded.run,
   'api-reference': apiReference.run,
