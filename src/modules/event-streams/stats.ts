@@ -41,6 +41,9 @@ export interface StatsWindow {
 const FIRST_MS = Date.parse('0000-01-01T00:00:00.000Z');
 const END_MS = Date.UTC(10000, 0, 1);
 
+/** The minute of a time (ISO), `YYYY-MM-DDTHH:MM`: the key of its count in delivery_counts (migration 021). */
+export const minuteOf = (at: string): string => at.slice(0, 16);
+
 const floorTo = (ms: number, unit: number): number => Math.floor(ms / unit) * unit;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -93,8 +96,8 @@ export function statsWindow(query: StatsQuery, nowMs: number): StatsWindow {
     dateTo: iso(to),
     scaleFactor,
     buckets,
-    firstMinute: buckets[0]!.slice(0, 16),
-    endMinute: iso(last + size).slice(0, 16),
+    firstMinute: minuteOf(buckets[0]!),
+    endMinute: minuteOf(iso(last + size)),
     bucketKeyLength,
   };
 }

@@ -4,6 +4,7 @@ import { PG_ISO } from '../../../db/claim-due.ts';
 import { withoutSync } from '../../../db/relaxed-sync.ts';
 import { disabledReason, runAfter, tally, type CircuitRules, type StreamRun, type Tally } from '../delivery/circuit.ts';
 import type { Outcome } from '../delivery/outcome.ts';
+import { minuteOf } from '../stats.ts';
 
 export type { Outcome };
 
@@ -30,9 +31,6 @@ const SQLITE_COUNT = `
   INSERT INTO delivery_counts (stream_id, minute, delivered, failed) VALUES (:stream_id, :minute, :delivered, :failed)
   ON CONFLICT (stream_id, minute) DO UPDATE SET
     delivered = delivered + excluded.delivered, failed = failed + excluded.failed`;
-
-/** The minute of an attempt's time, `YYYY-MM-DDTHH:MM`: the key of its count (migration 021). */
-export const minuteOf = (at: string): string => at.slice(0, 16);
 
 /** The stream's run of failures once the batch's outcomes for it are counted (`t`: the batch's tally, `s`: the stream). */
 const NEXT_RUN = `((CASE WHEN t.reset THEN 0 ELSE s.consecutive_failures END) + t.failures)`;
