@@ -126,7 +126,7 @@ describe('a deleted stream removed chunk by chunk', () => {
         const next = lease();
         const result = await store.removeChunk(deletion, next, cursor, rows);
         assert.ok(result, 'the lease held');
-        chunks.push(result.removed);
+        chunks.push(result.rows);
         if (result.finished) return chunks;
         cursor = result.cursor;
         deletion = { ...deletion, lease: next };

@@ -1,4 +1,5 @@
 import { sql, type ExpressionBuilder } from 'kysely';
+import type { ChunkOutcome } from '../../../background/chunked-jobs.ts';
 import { claimDueRows, type LeasedTable } from '../../../db/claim-due.ts';
 import type { Database, Tx } from '../../../db/database.ts';
 import { transaction } from '../../../db/database.ts';
@@ -30,11 +31,7 @@ export interface RemovalCursor {
 }
 
 /** What one chunk did: rows removed, and whether the stream row itself went (the deletion is over). */
-export interface ChunkResult {
-  removed: number;
-  finished: boolean;
-  cursor: RemovalCursor;
-}
+export type ChunkResult = ChunkOutcome<RemovalCursor>;
 
 /** The claim reads `event_streams` as a table carrying other work, as custom domains carry their re-checks. */
 const DUE_DELETIONS: LeasedTable<ClaimedDeletion> = {
@@ -114,7 +111,7 @@ export class StreamDeletionStore {
         .where('deletion_claimed_until', '=', deletion.lease)
         .executeTakeFirst();
       if (gone.numDeletedRows === 0n) throw new LeaseLost();
-      return { removed, finished: true, cursor };
+      return { rows: removed, finished: true, cursor };
     }).catch((error: unknown) => {
       if (error instanceof LeaseLost) return undefined;
       throw error;
@@ -137,7 +134,7 @@ export class StreamDeletionStore {
       .where('deletion_claimed_until', '=', deletion.lease)
       .executeTakeFirst();
     if (renewed.numUpdatedRows === 0n) throw new LeaseLost();
-    return { removed, finished: false, cursor };
+    return { rows: removed, finished: false, cursor };
   }
 
   /** Lets the deletion go until `at` (after a failure), or at once (a node stopping) when `at` is now. */
