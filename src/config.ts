@@ -101,6 +101,8 @@ export interface Config {
   eventStreamsMax: number;
   /** Most rows one transaction of a deleted stream's background removal deletes (its per-minute counts, attempts, deliveries); at most 100,000. */
   eventStreamDeletionChunkRows: number;
+  /** Most failed deliveries one step of a redelivery walks (the request's, then each background chunk's). */
+  eventStreamRedeliveryChunkRows: number;
   /** How long after creation a pending custom domain is re-checked in the background before it is failed. */
   customDomainVerifyWindowSeconds: number;
   /** Delay before the first background re-check; each further one waits twice as long, up to the cap. */
@@ -385,6 +387,7 @@ export function loadConfig(env: Env = process.env): Config {
     customDomainsMax: integer(env, 'CUSTOM_DOMAINS_MAX', 20, 0),
     eventStreamsMax: integer(env, 'EVENT_STREAMS_MAX', 100, 0),
     eventStreamDeletionChunkRows: integer(env, 'EVENT_STREAM_DELETION_CHUNK_ROWS', 1000, 1, 100_000),
+    eventStreamRedeliveryChunkRows: integer(env, 'EVENT_STREAM_REDELIVERY_CHUNK_ROWS', 2000, 1, 100_000),
     customDomainVerifyWindowSeconds: integer(env, 'CUSTOM_DOMAIN_VERIFY_WINDOW_S', 48 * 3600, 1),
     customDomainRecheckInitialMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_INITIAL_MS', 60_000, 1),
     customDomainRecheckMaxMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_MAX_MS', 3_600_000, 1),

@@ -34,6 +34,7 @@ import { UsersImportService } from './modules/users-imports/service.ts';
 import { UsersImportStore } from './modules/users-imports/store.ts';
 import { UsersImportWorker } from './modules/users-imports/worker.ts';
 import { StreamDeletionWorker } from './modules/event-streams/deletion/worker.ts';
+import { RedeliveryWorker } from './modules/event-streams/redelivery/worker.ts';
 import { TicketService } from './modules/email-verification/tickets/service.ts';
 import { mailboxDir } from './mail/mailbox.ts';
 import { mailboxTransport, smtpTransport } from './mail/transport.ts';
@@ -83,6 +84,7 @@ export interface Services {
   usersImportWorker: UsersImportWorker | undefined;
   /** Removes deleted event streams' rows in the background; absent for CLI commands. */
   streamDeletionWorker: StreamDeletionWorker | undefined;
+  redeliveryWorker: RedeliveryWorker | undefined;
   /** The mail outbox: emails queued, sent and failed, per tenant. */
   mailOutbox: MailOutbox;
   /** The mail outbox worker; absent when MAIL_WORKER=false, and for CLI commands. */
@@ -194,11 +196,23 @@ export async function createServices(config: Config, options: ServiceOptions = {
     ? new StreamDeletionWorker(database, { chunkRows: config.eventStreamDeletionChunkRows }, logger)
     : undefined;
   streamDeletionWorker?.start();
+  // A redelivery larger than one chunk recorded here is queued on from here at once; other nodes find it at their next poll.
+  const redeliveryWorker = background
+    ? new RedeliveryWorker(
+        database,
+        { chunkRows: config.eventStreamRedeliveryChunkRows },
+        (trx) => deliveryWakeup.queued(trx),
+        logger,
+      )
+    : undefined;
+  redeliveryWorker?.start();
   const eventStreams = new EventStreamService(database, secretBox, tenants, {
     guard: endpointGuard,
     maxPerTenant: config.eventStreamsMax,
     queued: (trx) => deliveryWakeup.queued(trx),
     deleted: () => streamDeletionWorker?.wake(),
+    redeliveryChunkRows: config.eventStreamRedeliveryChunkRows,
+    redeliveryRecorded: () => redeliveryWorker?.wake(),
     logger,
   });
   // Every user write records its webhook events in its own transaction (the events outbox).
@@ -267,6 +281,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       mailWorker,
       usersImportWorker,
       streamDeletionWorker,
+      redeliveryWorker,
       background ? verificationRechecks : undefined,
     ],
     async () => {
@@ -306,6 +321,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     usersImports,
     usersImportWorker,
     streamDeletionWorker,
+    redeliveryWorker,
     mailOutbox,
     mailWorker,
     rateLimiter,
@@ -319,6 +335,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
         await mailWorker?.stop();
         await usersImportWorker?.stop();
         await streamDeletionWorker?.stop();
+        await redeliveryWorker?.stop();
         await templateRenderer.close();
         await verificationRechecks.stop();
         await Promise.all(limiters.map((l) => l.close()));

@@ -63,6 +63,14 @@ describe('configuration', () => {
         /EVENT_STREAM_DELETION_CHUNK_ROWS must be an integer >= 1 and <= 100000/,
         bad,
       );
+    assert.equal(loadConfig({}).eventStreamRedeliveryChunkRows, 2000);
+    assert.equal(loadConfig({ EVENT_STREAM_REDELIVERY_CHUNK_ROWS: '1' }).eventStreamRedeliveryChunkRows, 1);
+    for (const bad of ['0', '1e3', '100001'])
+      assert.throws(
+        () => loadConfig({ EVENT_STREAM_REDELIVERY_CHUNK_ROWS: bad }),
+        /EVENT_STREAM_REDELIVERY_CHUNK_ROWS must be an integer >= 1 and <= 100000/,
+        bad,
+      );
     assert.throws(
       () => loadConfig({ EVENT_STREAMS_MAX: '1e2' }),
       /EVENT_STREAMS_MAX must be an integer >= 0, got "1e2"/,

@@ -24,6 +24,19 @@ export interface ChunkOutcome<Cursor> {
   cursor: Cursor;
 }
 
+/** Thrown inside a chunk's transaction to roll it back: its lease is another run's by now. */
+export class LeaseLost extends Error {}
+
+/** A chunk's transaction, undefined when it threw LeaseLost (rolled back: the job is another run's). */
+export async function unlessLeaseLost<T>(chunk: Promise<T>): Promise<T | undefined> {
+  try {
+    return await chunk;
+  } catch (error) {
+    if (error instanceof LeaseLost) return undefined;
+    throw error;
+  }
+}
+
 /** One kind of job done in chunks, and the store that claims, runs and releases its jobs. */
 export interface ChunkedJobKind<Job extends LeasedJob, Cursor> {
   /** How the logs name a job of this kind: 'event stream deletion'. */

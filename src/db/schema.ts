@@ -176,6 +176,35 @@ export interface EventsTable {
   purpose: string | null;
 }
 
+/**
+ * A redelivery too large for one chunk, being queued in the background (migration 023): the request's
+ * filter, and how far its walk of the stream's failed deliveries (in event id order) has got.
+ */
+export interface EventStreamRedeliveriesTable {
+  id: string;
+  stream_id: string;
+  tenant_id: string;
+  /** JSON array of the event types the request named; null for every type. */
+  event_types: string | null;
+  /** Events at or after this time (ISO), or null. */
+  time_from: string | null;
+  /** Events before this time (ISO), or null. */
+  time_to: string | null;
+  /** The last event id walked: the next chunk starts after it. */
+  after_event_id: string;
+  /** The last of the stream's failed deliveries when the redelivery was asked for: the walk ends there. */
+  until_event_id: string;
+  /** Deliveries queued again so far. */
+  queued: number;
+  /** Always 'pending': the row goes when its walk ends. */
+  status: 'pending';
+  /** When its next run is due (a failed one is retried later). */
+  next_attempt_at: string;
+  /** A node's lease on it; once it runs out (the node died) another takes it over. */
+  claimed_until: string | null;
+  created_at: string;
+}
+
 export interface DeliveriesTable {
   stream_id: string;
   event_id: string;
@@ -345,6 +374,7 @@ export interface Schema {
   deliveries: DeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
   delivery_counts: DeliveryCountsTable;
+  event_stream_redeliveries: EventStreamRedeliveriesTable;
   custom_domains: CustomDomainsTable;
   custom_domain_defaults: CustomDomainDefaultsTable;
   email_templates: EmailTemplatesTable;

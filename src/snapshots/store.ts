@@ -20,6 +20,7 @@ export const SNAPSHOT_TABLES = [
   'deliveries',
   'delivery_attempts',
   'delivery_counts',
+  'event_stream_redeliveries',
   'custom_domains',
   'custom_domain_defaults',
   'custom_domain_certificates',

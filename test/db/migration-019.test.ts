@@ -5,6 +5,7 @@ import { Deliveries } from '../../src/modules/event-streams/deliveries.ts';
 import { recordOutcomes } from '../../src/modules/event-streams/store/outcomes.ts';
 import { DeliveryStore } from '../../src/modules/event-streams/store/deliveries.ts';
 import { StreamStore } from '../../src/modules/event-streams/store/streams.ts';
+import { RedeliveryStore } from '../../src/modules/event-streams/store/redeliveries.ts';
 import { createTestDatabase, eachDatabase, migrateTo, type TestDatabase } from '../helpers/databases.ts';
 
 const T0 = '2026-06-01T00:00:00.000Z';
@@ -45,7 +46,11 @@ const event = (id: string) => ({
 
 /** The deliveries service as the routes use it: the delivery view and the attempts feed. */
 const deliveriesOf = (database: Database) =>
-  new Deliveries(database, new StreamStore(database), new DeliveryStore(database), async () => undefined);
+  new Deliveries(database, new StreamStore(database), new DeliveryStore(database), async () => undefined, {
+    store: new RedeliveryStore(database),
+    chunkRows: 2000,
+    recorded: () => undefined,
+  });
 
 /**
  * Migration 019: a redelivery no longer writes its `retrying` rows when it is queued (they are read from the

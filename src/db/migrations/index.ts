@@ -21,6 +21,7 @@ import * as deliveriesRequeued from './019_deliveries_requeued.ts';
 import * as textComparedBytewise from './020_text_compared_bytewise.ts';
 import * as deliveryCounts from './021_delivery_counts.ts';
 import * as eventStreamDeletion from './022_event_stream_deletion.ts';
+import * as eventStreamRedeliveries from './023_event_stream_redeliveries.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '020_text_compared_bytewise': textComparedBytewise,
   '021_delivery_counts': deliveryCounts,
   '022_event_stream_deletion': eventStreamDeletion,
+  '023_event_stream_redeliveries': eventStreamRedeliveries,
 };

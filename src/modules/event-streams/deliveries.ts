@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Database, Tx } from '../../db/database.ts';
 import { now, transaction } from '../../db/database.ts';
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
@@ -27,7 +28,8 @@ import type {
   FailedDeliveries,
   StreamAttemptRow,
 } from './store/deliveries.ts';
-import { requeuedAttempt } from './store/deliveries.ts';
+import { ANALYZE_AFTER_QUEUED, requeuedAttempt } from './store/deliveries.ts';
+import type { RedeliveryStore } from './store/redeliveries.ts';
 import type { StreamStore } from './store/streams.ts';
 import { existingStream } from './streams.ts';
 import type { Logger } from '../../logger.ts';
@@ -56,16 +58,17 @@ export interface DeliveryPage {
 const DEFAULT_TAKE = 50;
 /** A page of deliveries holds events of at most this many bytes of data in all (see withinPageBytes). */
 const PAGE_EVENT_BYTES = 1024 * 1024;
-/**
- * A redelivery queuing this many refreshes the planner's statistics of deliveries at once. PostgreSQL
- * otherwise plans the workers' claim on counts from before (a few pending rows where a million now
- * wait) until autovacuum's next analyze, up to a minute later, and meanwhile each claim sorted the
- * whole backlog: about 1 s a claim with 1,000,000 due, against 1.4 ms with the statistics current
- * (`npm run bench -- claim-growth`).
- */
-const ANALYZE_AFTER_QUEUED = 50_000;
 /** Past this many, a backlog's size is reported as this many: counting it costs a bounded read. */
 const PENDING_COUNT_CAP = 10_000;
+
+/** Where a redelivery larger than one chunk goes on (redelivery/worker.ts). */
+export interface RedeliveryQueue {
+  store: RedeliveryStore;
+  /** Most failed deliveries one step walks (EVENT_STREAM_REDELIVERY_CHUNK_ROWS). */
+  chunkRows: number;
+  /** Told of each redelivery recorded, so that its rest is queued at once (after the commit). */
+  recorded: () => void;
+}
 
 /** A stream's failed deliveries (GET …/deliveries, …/deliveries/{event_id}) and their redelivery (POST …/redeliver). */
 export class Deliveries {
@@ -74,6 +77,7 @@ export class Deliveries {
     private readonly streams: StreamStore,
     private readonly store: DeliveryStore,
     private readonly queued: QueuedListener,
+    private readonly redeliveries: RedeliveryQueue,
     private readonly logger: Pick<Logger, 'error'> = { error: () => undefined },
   ) {}
 
@@ -165,17 +169,41 @@ export class Deliveries {
   }
 
   /**
-   * Queues every failed delivery matching the filter again: one UPDATE, in one transaction; no delivery
-   * is loaded into memory (see DeliveryStore.queueAgain for its `retrying` attempts).
+   * Queues every failed delivery matching the filter again, no delivery read into memory. The request
+   * walks the stream's failed deliveries in event id order, at most `chunkRows` of them, in one
+   * transaction: one UPDATE of those the filter takes. When more are left, the same transaction records
+   * the redelivery, and the rest is queued in the background chunk by chunk (redelivery/worker.ts), up
+   * to the last delivery that was failed now: as one UPDATE, a million held the database for seconds.
    */
   async redeliver(tenantId: string, streamId: string, body: RedeliverBody): Promise<void> {
     const at = now();
-    const queued = await transaction(this.database, async (trx) => {
+    const { queued, recorded } = await transaction(this.database, async (trx) => {
       await existingStream(this.streams, tenantId, streamId, { trx, lock: true });
       const filter = redeliveryFilter(body);
-      if (filter === undefined) return 0;
-      return this.queueAgain(trx, { streamId, ...filter }, at);
+      const through = filter && (await this.store.lastFailed(trx, streamId));
+      if (filter === undefined || through === undefined) return { queued: 0, recorded: false };
+      const which = { streamId, ...filter };
+      const step = await this.store.queueAgainStep(trx, which, { through }, this.redeliveries.chunkRows, at);
+      if (step.queued > 0) await this.queued(trx);
+      if (step.last === undefined) return { queued: step.queued, recorded: false };
+      await this.redeliveries.store.record(trx, {
+        id: randomUUID(),
+        stream_id: streamId,
+        tenant_id: tenantId,
+        event_types: which.eventTypes === undefined ? null : JSON.stringify(which.eventTypes),
+        time_from: which.timeFrom ?? null,
+        time_to: which.timeTo ?? null,
+        after_event_id: step.last,
+        until_event_id: through,
+        queued: step.queued,
+        status: 'pending',
+        next_attempt_at: at,
+        claimed_until: null,
+        created_at: at,
+      });
+      return { queued: step.queued, recorded: true };
     });
+    if (recorded) this.redeliveries.recorded();
     if (queued >= ANALYZE_AFTER_QUEUED) {
       // Committed: the redelivery stands whatever the refresh does, so its failure is logged, not answered.
       await this.store

@@ -6,6 +6,7 @@ import { Destinations } from './destinations.ts';
 import { EventOutbox, type EventInput, type QueuedListener, type TenantLookup } from './outbox.ts';
 import { SigningSecrets } from './signing-secrets.ts';
 import { DeliveryStore } from './store/deliveries.ts';
+import { RedeliveryStore } from './store/redeliveries.ts';
 import { StreamStore } from './store/streams.ts';
 import { Streams } from './streams.ts';
 import { TestEvents } from './test-events.ts';
@@ -25,6 +26,10 @@ export interface EventStreamOptions {
   maxPerTenant: number;
   /** Told of each stream marked deleted, so that the removal of its rows starts at once (deletion/worker.ts). */
   deleted?: () => void;
+  /** Most failed deliveries one step of a redelivery walks (EVENT_STREAM_REDELIVERY_CHUNK_ROWS). */
+  redeliveryChunkRows: number;
+  /** Told of each redelivery larger than one chunk, so that its rest is queued at once (redelivery/worker.ts). */
+  redeliveryRecorded?: () => void;
 }
 
 /**
@@ -61,7 +66,18 @@ export class EventStreamService {
       options.maxPerTenant,
       options.deleted ?? (() => undefined),
     );
-    this.deliveries = new Deliveries(database, streamStore, deliveryStore, options.queued, options.logger);
+    this.deliveries = new Deliveries(
+      database,
+      streamStore,
+      deliveryStore,
+      options.queued,
+      {
+        store: new RedeliveryStore(database),
+        chunkRows: options.redeliveryChunkRows,
+        recorded: options.redeliveryRecorded ?? (() => undefined),
+      },
+      options.logger,
+    );
     this.testEvents = new TestEvents(database, streamStore, deliveryStore, tenants, options.queued);
     this.signingSecrets = new SigningSecrets(database, streamStore, secretBox);
     this.outbox = new EventOutbox(streamStore, deliveryStore, tenants, options.queued);

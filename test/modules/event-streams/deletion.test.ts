@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
@@ -12,6 +12,7 @@ import { exportSeed } from '../../../src/seed/export.ts';
 import { createServices, type Services } from '../../../src/services.ts';
 import { createTestDatabase, eachDatabase, type TestDatabase } from '../../helpers/databases.ts';
 import { eventually } from '../../helpers/eventually.ts';
+import { logLines } from '../../helpers/log-lines.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.ts';
 
@@ -23,20 +24,6 @@ import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhoo
 const CHUNK_ROWS = 7;
 const T0 = '2026-03-01T10:00:00.000Z';
 const NOT_FOUND = { statusCode: 404, error: 'Not Found', message: 'The requested stream does not exist.' };
-
-type LogLine = Record<string, unknown>;
-
-/** A log destination keeping the JSON lines, for the tests to read what the workers said. */
-function logLines(): { lines: LogLine[]; stream: Writable } {
-  const lines: LogLine[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n')) if (line !== '') lines.push(JSON.parse(line) as LogLine);
-      done();
-    },
-  });
-  return { lines, stream };
-}
 
 const webhook = (url: string) => ({
   type: 'webhook',

@@ -204,7 +204,12 @@ for (const kind of databaseKinds()) {
         server.services.database,
         server.services.secretBox,
         server.services.tenants,
-        { guard, queued: async () => undefined, maxPerTenant: server.services.config.eventStreamsMax },
+        {
+          guard,
+          queued: async () => undefined,
+          maxPerTenant: server.services.config.eventStreamsMax,
+          redeliveryChunkRows: server.services.config.eventStreamRedeliveryChunkRows,
+        },
       );
       for (const endpoint of ['http://example.com/hook', 'https://127.0.0.1/hook', 'https://localhost/hook']) {
         await assert.rejects(

@@ -8,6 +8,7 @@ import { statsWindow } from '../../../src/modules/event-streams/stats.ts';
 import { DeliveryStore } from '../../../src/modules/event-streams/store/deliveries.ts';
 import { recordOutcomes } from '../../../src/modules/event-streams/store/outcomes.ts';
 import { StreamStore } from '../../../src/modules/event-streams/store/streams.ts';
+import { RedeliveryStore } from '../../../src/modules/event-streams/store/redeliveries.ts';
 import { createTestDatabase, eachDatabase, migrateTo, type TestDatabase } from '../../helpers/databases.ts';
 
 const T0 = '2026-06-01T00:00:00.000Z';
@@ -109,7 +110,11 @@ const countedFromAttempts = async (database: Database) =>
   ).rows.map((r) => `${r.stream_id} ${r.minute} ${Number(r.delivered)}/${Number(r.failed)}`);
 
 const deliveriesOf = (database: Database) =>
-  new Deliveries(database, new StreamStore(database), new DeliveryStore(database), async () => undefined);
+  new Deliveries(database, new StreamStore(database), new DeliveryStore(database), async () => undefined, {
+    store: new RedeliveryStore(database),
+    chunkRows: 2000,
+    recorded: () => undefined,
+  });
 
 describe('stream statistics: per-minute counts written with the attempts', () => {
   eachDatabase((kind) => {

@@ -1,12 +1,9 @@
 import { sql, type ExpressionBuilder } from 'kysely';
-import type { ChunkOutcome } from '../../../background/chunked-jobs.ts';
+import { LeaseLost, unlessLeaseLost, type ChunkOutcome } from '../../../background/chunked-jobs.ts';
 import { claimDueRows, type LeasedTable } from '../../../db/claim-due.ts';
 import type { Database, Tx } from '../../../db/database.ts';
 import { transaction } from '../../../db/database.ts';
 import type { EventStreamsTable, Schema } from '../../../db/schema.ts';
-
-/** Thrown inside a chunk's transaction to roll it back: its lease is another run's by now. */
-class LeaseLost extends Error {}
 
 /** A stream being deleted, claimed by this node under `lease`. */
 export interface ClaimedDeletion extends Pick<EventStreamsTable, 'id' | 'tenant_id'> {
@@ -70,52 +67,51 @@ export class StreamDeletionStore {
     from: RemovalCursor,
     rows: number,
   ): Promise<ChunkResult | undefined> {
-    return transaction(this.database, async (trx) => {
-      // The lease is checked with a plain read and renewed last: the stream row is locked after the rows
-      // removed, as the recording of an attempt locks its delivery before its stream (PostgreSQL). Locked
-      // first, a chunk removing a delivery whose failed send was being recorded deadlocked with it.
-      const held = await trx
-        .selectFrom('event_streams')
-        .select('id')
-        .where('id', '=', deletion.id)
-        .where('status', '=', 'deleting')
-        .where('deletion_claimed_until', '=', deletion.lease)
-        .executeTakeFirst();
-      if (!held) return undefined;
-      const cursor = { ...from };
-      let removed = 0;
-      // Each stage takes what the chunk has left: a stage that ends inside the chunk leaves at least one row.
-      if (!cursor.countsDone) {
-        const counts = await this.removeCounts(trx, deletion.id, cursor.count, rows - removed);
-        removed += counts.removed;
-        if (counts.last !== undefined)
-          return this.renewed(trx, deletion, newLease, removed, { ...cursor, count: counts.last });
-        cursor.countsDone = true;
-      }
-      if (!cursor.attemptsDone) {
-        const attempts = await this.removeAttempts(trx, deletion.id, cursor.attempt, rows - removed);
-        removed += attempts.removed;
-        if (attempts.last !== undefined)
-          return this.renewed(trx, deletion, newLease, removed, { ...cursor, attempt: attempts.last });
-        cursor.attemptsDone = true;
-      }
-      const deliveries = await this.removeDeliveries(trx, deletion.id, cursor.delivery, rows - removed);
-      removed += deliveries.removed;
-      if (deliveries.last !== undefined)
-        return this.renewed(trx, deletion, newLease, removed, { ...cursor, delivery: deliveries.last });
-      // A delivery written behind the cursor meanwhile (an attempt recorded for a send that was in flight)
-      // goes through the foreign keys' cascade: a few rows at most.
-      const gone = await trx
-        .deleteFrom('event_streams')
-        .where('id', '=', deletion.id)
-        .where('deletion_claimed_until', '=', deletion.lease)
-        .executeTakeFirst();
-      if (gone.numDeletedRows === 0n) throw new LeaseLost();
-      return { rows: removed, finished: true, cursor };
-    }).catch((error: unknown) => {
-      if (error instanceof LeaseLost) return undefined;
-      throw error;
-    });
+    return unlessLeaseLost(
+      transaction(this.database, async (trx) => {
+        // The lease is checked with a plain read and renewed last: the stream row is locked after the rows
+        // removed, as the recording of an attempt locks its delivery before its stream (PostgreSQL). Locked
+        // first, a chunk removing a delivery whose failed send was being recorded deadlocked with it.
+        const held = await trx
+          .selectFrom('event_streams')
+          .select('id')
+          .where('id', '=', deletion.id)
+          .where('status', '=', 'deleting')
+          .where('deletion_claimed_until', '=', deletion.lease)
+          .executeTakeFirst();
+        if (!held) return undefined;
+        const cursor = { ...from };
+        let removed = 0;
+        // Each stage takes what the chunk has left: a stage that ends inside the chunk leaves at least one row.
+        if (!cursor.countsDone) {
+          const counts = await this.removeCounts(trx, deletion.id, cursor.count, rows - removed);
+          removed += counts.removed;
+          if (counts.last !== undefined)
+            return this.renewed(trx, deletion, newLease, removed, { ...cursor, count: counts.last });
+          cursor.countsDone = true;
+        }
+        if (!cursor.attemptsDone) {
+          const attempts = await this.removeAttempts(trx, deletion.id, cursor.attempt, rows - removed);
+          removed += attempts.removed;
+          if (attempts.last !== undefined)
+            return this.renewed(trx, deletion, newLease, removed, { ...cursor, attempt: attempts.last });
+          cursor.attemptsDone = true;
+        }
+        const deliveries = await this.removeDeliveries(trx, deletion.id, cursor.delivery, rows - removed);
+        removed += deliveries.removed;
+        if (deliveries.last !== undefined)
+          return this.renewed(trx, deletion, newLease, removed, { ...cursor, delivery: deliveries.last });
+        // A delivery written behind the cursor meanwhile (an attempt recorded for a send that was in flight)
+        // goes through the foreign keys' cascade: a few rows at most.
+        const gone = await trx
+          .deleteFrom('event_streams')
+          .where('id', '=', deletion.id)
+          .where('deletion_claimed_until', '=', deletion.lease)
+          .executeTakeFirst();
+        if (gone.numDeletedRows === 0n) throw new LeaseLost();
+        return { rows: removed, finished: true, cursor };
+      }),
+    );
   }
 
   /** The chunk's end: the lease renewed, or the chunk rolled back when another run holds it now. */

@@ -16,6 +16,15 @@ export type AttemptRow = Selectable<DeliveryAttemptsTable>;
 const FAILED = sql.lit<DeliveryRow['status']>('failed');
 
 /**
+ * A redelivery queuing this many refreshes the planner's statistics of deliveries at once. PostgreSQL
+ * otherwise plans the workers' claim on counts from before (a few pending rows where a million now
+ * wait) until autovacuum's next analyze, up to a minute later, and meanwhile each claim sorted the
+ * whole backlog: about 1 s a claim with 1,000,000 due, against 1.4 ms with the statistics current
+ * (`npm run bench -- claim-growth`).
+ */
+export const ANALYZE_AFTER_QUEUED = 50_000;
+
+/**
  * Deliveries queued again by a redelivery and not attempted since (see queueAgain), in the terms of
  * deliveries_requeued's condition, literals included, so that either planner uses that index.
  */
@@ -67,6 +76,12 @@ function failedMatching(which: FailedDeliveries) {
     if (which.timeTo !== undefined) conditions.push(eb('event_time', '<', which.timeTo));
     return eb.and(conditions);
   };
+}
+
+/** A range of event ids: after `after` (from the first when undefined) up to and with `through`. */
+export interface EventRange {
+  after?: string | undefined;
+  through: string;
 }
 
 /** Which deliveries' attempts to follow: a tenant's, a stream's, or all. */
@@ -266,13 +281,14 @@ export class DeliveryStore {
   }
 
   /**
-   * Queues the failed deliveries matching `which` again: one UPDATE, whatever their number; no delivery is
-   * read into memory. Each one's `retrying` attempt is not written here: it takes the next seq and the
-   * delivery's updated_at, is read from the delivery while it waits (requeuedAttempt, streamAttempts),
-   * and is written with its next attempt (outcomes.ts). Writing 100,000 attempt rows, their three
-   * indexes and (PostgreSQL) their foreign-key checks took more than the UPDATE itself.
+   * Queues the failed deliveries matching `which` again (within `range` when given): one UPDATE, whatever
+   * their number; no delivery is read into memory. Each one's `retrying` attempt is not written here: it
+   * takes the next seq and the delivery's updated_at, is read from the delivery while it waits
+   * (requeuedAttempt, streamAttempts), and is written with its next attempt (outcomes.ts). Writing
+   * 100,000 attempt rows, their three indexes and (PostgreSQL) their foreign-key checks took more than
+   * the UPDATE itself.
    */
-  async queueAgain(trx: Tx, which: FailedDeliveries, at: string): Promise<number> {
+  async queueAgain(trx: Tx, which: FailedDeliveries, at: string, range?: EventRange): Promise<number> {
     const updated = await trx
       .updateTable('deliveries')
       .set((eb) => ({
@@ -284,8 +300,53 @@ export class DeliveryStore {
         updated_at: at,
       }))
       .where(failedMatching(which))
+      .$if(range?.after !== undefined, (q) => q.where('event_id', '>', range!.after!))
+      .$if(range !== undefined, (q) => q.where('event_id', '<=', range!.through))
       .executeTakeFirst();
     return Number(updated.numUpdatedRows);
+  }
+
+  /** The stream's last failed delivery in event id order (a seek on deliveries_failed): where a redelivery's walk ends. */
+  async lastFailed(trx: Tx, streamId: string): Promise<string | undefined> {
+    const row = await trx
+      .selectFrom('deliveries')
+      .select('event_id')
+      .where('stream_id', '=', streamId)
+      .where('status', '=', FAILED)
+      .orderBy('event_id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row?.event_id;
+  }
+
+  /**
+   * One step of a redelivery's walk of the stream's failed deliveries in event id order: the next `rows`
+   * of them after `range.after`, up to `range.through`, of which those matching `which` are queued again
+   * (queueAgain). The step counts failed deliveries whether they match or not, so its work is bounded
+   * however few the filter takes: two range reads of deliveries_failed. `last` is where the next step
+   * starts; undefined once the walk reached `range.through`.
+   */
+  async queueAgainStep(
+    trx: Tx,
+    which: FailedDeliveries,
+    range: EventRange,
+    rows: number,
+    at: string,
+  ): Promise<{ queued: number; last?: string }> {
+    const bound = await trx
+      .selectFrom('deliveries')
+      .select('event_id')
+      .where('stream_id', '=', which.streamId)
+      .where('status', '=', FAILED)
+      .$if(range.after !== undefined, (q) => q.where('event_id', '>', range.after!))
+      .where('event_id', '<=', range.through)
+      .orderBy('event_id')
+      .offset(rows - 1)
+      .limit(1)
+      .executeTakeFirst();
+    const last = bound !== undefined && bound.event_id < range.through ? bound.event_id : undefined;
+    const queued = await this.queueAgain(trx, which, at, { ...range, through: last ?? range.through });
+    return { queued, ...(last === undefined ? {} : { last }) };
   }
 
   /** Brings PostgreSQL's planner statistics of deliveries up to date (sampled: a fraction of a second). */

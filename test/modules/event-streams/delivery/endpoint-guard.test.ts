@@ -332,6 +332,7 @@ for (const kind of databaseKinds()) {
             guard: new EndpointGuard({ allowedHosts: ['127.0.0.0/8', '::1'], dnsServers: [] }),
             queued: async () => undefined,
             maxPerTenant: server.services.config.eventStreamsMax,
+            redeliveryChunkRows: server.services.config.eventStreamRedeliveryChunkRows,
           },
         );
         const endpoints = {

@@ -1,0 +1,108 @@
+import { ChunkedJobWorker, LeaseLost, unlessLeaseLost, type ChunkOutcome } from '../../../background/chunked-jobs.ts';
+import { now, transaction, type Database } from '../../../db/database.ts';
+import type { Logger } from '../../../logger.ts';
+import type { QueuedListener } from '../outbox.ts';
+import { ANALYZE_AFTER_QUEUED, DeliveryStore, type FailedDeliveries } from '../store/deliveries.ts';
+import { RedeliveryStore, type ClaimedRedelivery, type RedeliveryCursor } from '../store/redeliveries.ts';
+
+export interface RedeliverySettings {
+  /** Most failed deliveries one chunk (one transaction) walks: EVENT_STREAM_REDELIVERY_CHUNK_ROWS. */
+  chunkRows: number;
+}
+
+/** The stream's failed deliveries a recorded redelivery takes: its request's filter. */
+export function filterOf(redelivery: Pick<ClaimedRedelivery, 'stream_id' | 'event_types' | 'time_from' | 'time_to'>) {
+  return {
+    streamId: redelivery.stream_id,
+    ...(redelivery.event_types === null ? {} : { eventTypes: JSON.parse(redelivery.event_types) as string[] }),
+    ...(redelivery.time_from === null ? {} : { timeFrom: redelivery.time_from }),
+    ...(redelivery.time_to === null ? {} : { timeTo: redelivery.time_to }),
+  } satisfies FailedDeliveries;
+}
+
+/**
+ * One chunk of a recorded redelivery, in one transaction fenced by its lease (renewed to `newLease`):
+ * at most `chunkRows` more of the stream's failed deliveries walked, those its filter takes queued again,
+ * the delivery workers woken at the commit. The redelivery's row goes once the walk reached its end,
+ * or once its stream is being deleted. Undefined when the lease is another run's (nothing changed).
+ */
+export function redeliveryChunk(
+  database: Database,
+  settings: RedeliverySettings,
+  queued: QueuedListener,
+): (
+  redelivery: ClaimedRedelivery,
+  newLease: string,
+  cursor: RedeliveryCursor,
+) => Promise<ChunkOutcome<RedeliveryCursor> | undefined> {
+  const redeliveries = new RedeliveryStore(database);
+  const deliveries = new DeliveryStore(database);
+  return (redelivery, newLease, cursor) =>
+    unlessLeaseLost(
+      transaction(database, async (trx): Promise<ChunkOutcome<RedeliveryCursor>> => {
+        const held = await redeliveries.held(trx, redelivery);
+        if (held === undefined) throw new LeaseLost();
+        if (held.streamDeleting) {
+          // The stream's deliveries are being removed: nothing is left to queue.
+          if (!(await redeliveries.finish(trx, redelivery))) throw new LeaseLost();
+          return { rows: 0, finished: true, cursor };
+        }
+        const step = await deliveries.queueAgainStep(
+          trx,
+          filterOf(redelivery),
+          { after: cursor.after, through: redelivery.until_event_id },
+          settings.chunkRows,
+          now(),
+        );
+        if (step.queued > 0) await queued(trx);
+        const next = { after: step.last ?? redelivery.until_event_id, queued: cursor.queued + step.queued };
+        const finished = step.last === undefined;
+        const fenced = finished
+          ? await redeliveries.finish(trx, redelivery)
+          : await redeliveries.advance(trx, redelivery, newLease, next);
+        if (!fenced) throw new LeaseLost();
+        return { rows: step.queued, finished, cursor: next };
+      }),
+    );
+}
+
+/**
+ * Queues the rest of large redeliveries in the background, on every node (see ChunkedJobWorker): the
+ * request queued the first chunk and recorded the redelivery (Deliveries.redeliver); each chunk here is
+ * one redeliveryChunk. The walk ends at the last delivery that was failed when the redelivery was asked
+ * for: a delivery queued by it and failed again is behind the walk, and is not queued twice.
+ */
+export class RedeliveryWorker extends ChunkedJobWorker<ClaimedRedelivery, RedeliveryCursor> {
+  constructor(database: Database, settings: RedeliverySettings, queued: QueuedListener, logger: Logger) {
+    const redeliveries = new RedeliveryStore(database);
+    const deliveries = new DeliveryStore(database);
+    const chunk = redeliveryChunk(database, settings, queued);
+    super(
+      {
+        name: 'event stream redelivery',
+        finished: 'event stream redelivery queued',
+        logFields: (redelivery) => ({
+          event_stream_id: redelivery.stream_id,
+          tenant_id: redelivery.tenant_id,
+          redelivery_id: redelivery.id,
+        }),
+        cursorOf: (redelivery) => ({ after: redelivery.after_event_id, queued: redelivery.queued }),
+        claimDue: (leaseMs, limit) => redeliveries.claimDue(leaseMs, limit),
+        runChunk: async (redelivery, newLease, cursor) => {
+          const outcome = await chunk(redelivery, newLease, cursor);
+          if (outcome && cursor.queued < ANALYZE_AFTER_QUEUED && outcome.cursor.queued >= ANALYZE_AFTER_QUEUED) {
+            // Committed: the chunk stands whatever the refresh does, so its failure is logged only.
+            await deliveries
+              .refreshStatistics()
+              .catch((error: unknown) =>
+                logger.error({ err: error }, 'event delivery: refreshing statistics after a redelivery failed'),
+              );
+          }
+          return outcome;
+        },
+        release: (redelivery, lease, at) => redeliveries.release(redelivery, lease, at),
+      },
+      logger,
+    );
+  }
+}

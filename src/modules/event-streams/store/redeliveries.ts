@@ -1,0 +1,99 @@
+import type { Insertable, Selectable } from 'kysely';
+import { claimDueRows, type LeasedTable } from '../../../db/claim-due.ts';
+import type { Database, Tx } from '../../../db/database.ts';
+import type { EventStreamRedeliveriesTable } from '../../../db/schema.ts';
+
+export type RedeliveryRow = Selectable<EventStreamRedeliveriesTable>;
+
+/** A redelivery being queued, claimed by this node under `lease`. */
+export type ClaimedRedelivery = Omit<RedeliveryRow, 'status' | 'next_attempt_at' | 'claimed_until' | 'created_at'> & {
+  lease: string;
+};
+
+/** How far a redelivery's walk has got: past this event id, with this many deliveries queued again. */
+export interface RedeliveryCursor {
+  after: string;
+  queued: number;
+}
+
+const DUE_REDELIVERIES: LeasedTable<ClaimedRedelivery> = {
+  table: 'event_stream_redeliveries',
+  key: 'id',
+  returning: [
+    'id',
+    'stream_id',
+    'tenant_id',
+    'event_types',
+    'time_from',
+    'time_to',
+    'after_event_id',
+    'until_event_id',
+    'queued',
+  ],
+};
+
+/**
+ * The redeliveries being queued in the background (migration 023): recorded by the request, claimed
+ * under a lease, moved on chunk by chunk, removed when done. Every write after the claim is fenced by
+ * the lease: a run whose lease another node took over changes nothing.
+ */
+export class RedeliveryStore {
+  constructor(private readonly database: Database) {}
+
+  /** Records a redelivery whose first chunk the caller's transaction queued; due at once. */
+  async record(trx: Tx, row: Insertable<EventStreamRedeliveriesTable>): Promise<void> {
+    await trx.insertInto('event_stream_redeliveries').values(row).execute();
+  }
+
+  /** Claims redeliveries due now, under a lease: new ones, those retried after a failure, those whose node stopped. */
+  claimDue(leaseMs: number, limit: number): Promise<ClaimedRedelivery[]> {
+    return claimDueRows(this.database, DUE_REDELIVERIES, { leaseMs }, limit);
+  }
+
+  /**
+   * Whether `redelivery` is still held under its lease, and whether its stream is being deleted meanwhile
+   * (nothing is left to queue then). A plain read: the row is locked last, by advance or finish, after
+   * the deliveries the chunk queues, as the recording of an attempt locks its delivery first.
+   */
+  async held(trx: Tx, redelivery: ClaimedRedelivery): Promise<{ streamDeleting: boolean } | undefined> {
+    const row = await trx
+      .selectFrom('event_stream_redeliveries as r')
+      .innerJoin('event_streams as s', 's.id', 'r.stream_id')
+      .select('s.status')
+      .where('r.id', '=', redelivery.id)
+      .where('r.claimed_until', '=', redelivery.lease)
+      .executeTakeFirst();
+    return row && { streamDeleting: row.status === 'deleting' };
+  }
+
+  /** Records how far the walk got and renews the lease; false when the lease is another run's. */
+  async advance(trx: Tx, redelivery: ClaimedRedelivery, newLease: string, cursor: RedeliveryCursor): Promise<boolean> {
+    const moved = await trx
+      .updateTable('event_stream_redeliveries')
+      .set({ after_event_id: cursor.after, queued: cursor.queued, claimed_until: newLease })
+      .where('id', '=', redelivery.id)
+      .where('claimed_until', '=', redelivery.lease)
+      .executeTakeFirst();
+    return moved.numUpdatedRows > 0n;
+  }
+
+  /** Removes a redelivery whose walk is over; false when the lease is another run's. */
+  async finish(trx: Tx, redelivery: ClaimedRedelivery): Promise<boolean> {
+    const gone = await trx
+      .deleteFrom('event_stream_redeliveries')
+      .where('id', '=', redelivery.id)
+      .where('claimed_until', '=', redelivery.lease)
+      .executeTakeFirst();
+    return gone.numDeletedRows > 0n;
+  }
+
+  /** Lets the redelivery go until `at` (after a failure), or at once (a node stopping) when `at` is now. */
+  async release(redelivery: ClaimedRedelivery, lease: string, at: string): Promise<void> {
+    await this.database.db
+      .updateTable('event_stream_redeliveries')
+      .set({ next_attempt_at: at, claimed_until: null })
+      .where('id', '=', redelivery.id)
+      .where('claimed_until', '=', lease)
+      .execute();
+  }
+}

@@ -1,0 +1,312 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Database } from '../../../src/db/database.ts';
+import { newId } from '../../../src/ids.ts';
+import { redeliveryChunk } from '../../../src/modules/event-streams/redelivery/worker.ts';
+import { RedeliveryStore } from '../../../src/modules/event-streams/store/redeliveries.ts';
+import { eachDatabase } from '../../helpers/databases.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { logLines } from '../../helpers/log-lines.ts';
+import { startTestServer, type TestServer } from '../../helpers/server.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.ts';
+
+/**
+ * POST …/redeliver of more failed deliveries than one chunk (EVENT_STREAM_REDELIVERY_CHUNK_ROWS): the
+ * request queues the first chunk and records the redelivery in one transaction; background work queues
+ * the rest chunk by chunk, with the request's filter, up to the last delivery that was failed when it
+ * was asked for.
+ */
+
+const CHUNK_ROWS = 3;
+const T0 = Date.parse('2026-03-01T10:00:00.000Z');
+const minute = (i: number) => new Date(T0 + i * 60_000).toISOString();
+/** After every event id newId makes today: a delivery that failed after the redelivery was asked for. */
+const LATER_EVENT = `evt_${'z'.repeat(22)}`;
+
+/** Failed deliveries of the stream, one event each, of the given types and times; their ids in order. */
+async function fillFailed(
+  database: Database,
+  tenantId: string,
+  streamId: string,
+  deliveries: Array<{ type: string; time: string }>,
+  ids: string[] = Array.from(deliveries, () => newId.event()).sort(),
+): Promise<string[]> {
+  for (const [i, { type, time }] of deliveries.entries()) {
+    await database.db
+      .insertInto('events')
+      .values({ id: ids[i]!, tenant_id: tenantId, type, time, source: 'urn:test', data: '{}', purpose: null })
+      .execute();
+    await database.db
+      .insertInto('deliveries')
+      .values({
+        stream_id: streamId,
+        event_id: ids[i]!,
+        event_type: type,
+        event_time: time,
+        status: 'failed',
+        attempt_count: 4,
+        attempt_seq: 4,
+        next_attempt_at: time,
+        claimed_until: null,
+        updated_at: time,
+      })
+      .execute();
+  }
+  return ids;
+}
+
+/** Each delivery's status, in the order of `ids`. */
+async function statusesOf(database: Database, streamId: string, ids: string[]): Promise<string[]> {
+  const rows = await database.db
+    .selectFrom('deliveries')
+    .select(['event_id', 'status'])
+    .where('stream_id', '=', streamId)
+    .execute();
+  const byId = new Map(rows.map((r) => [r.event_id, r.status]));
+  return ids.map((id) => byId.get(id) ?? 'gone');
+}
+
+const recordedOf = (database: Database, streamId: string) =>
+  database.db.selectFrom('event_stream_redeliveries').selectAll().where('stream_id', '=', streamId).execute();
+
+describe('a redelivery larger than one chunk', { concurrency: true }, () =>
+  eachDatabase((kind) => {
+    describe(`POST …/redeliver in chunks of ${CHUNK_ROWS} (${kind})`, () => {
+      let server: TestServer;
+      let receiver: WebhookReceiver;
+      const logs = logLines();
+
+      before(async () => {
+        receiver = await startWebhookReceiver();
+        server = await startTestServer(
+          kind,
+          {
+            LOG_LEVEL: 'info',
+            // Nothing is sent: what is under test is what is queued.
+            DELIVERY_WORKER: 'false',
+            DELIVERY_ALLOW_HTTP: 'true',
+            EVENT_STREAM_REDELIVERY_CHUNK_ROWS: String(CHUNK_ROWS),
+          },
+          { logStream: logs.stream },
+        );
+      });
+      after(async () => {
+        await server.close();
+        await receiver.close();
+      });
+
+      const worker = () => server.services.redeliveryWorker!;
+      const database = () => server.services.database;
+      const createStream = async (name: string) => {
+        const created = await server.request({
+          method: 'POST',
+          url: '/api/v2/event-streams',
+          payload: {
+            name,
+            subscriptions: [{ event_type: 'user.created' }],
+            destination: {
+              type: 'webhook',
+              configuration: {
+                webhook_endpoint: receiver.url,
+                webhook_authorization: { method: 'bearer', token: 'redelivery-token' },
+              },
+            },
+          },
+        });
+        assert.equal(created.statusCode, 201, created.body);
+        return created.json().id as string;
+      };
+      const redeliver = (streamId: string, payload: object, token?: string) =>
+        server.request({ method: 'POST', url: `/api/v2/event-streams/${streamId}/redeliver`, payload, token });
+      const queuedLine = (streamId: string) =>
+        eventually(`the redelivery of ${streamId} logged as queued`, async () =>
+          logs.lines.find((line) => line.msg === 'event stream redelivery queued' && line.event_stream_id === streamId),
+        );
+
+      /**
+       * A stream of seven failed user.created deliveries, a minute apart, whose redelivery of them all was
+       * just asked for (the request queued the first three and recorded the rest); their ids in order.
+       */
+      const redeliveredStream = async (name: string) => {
+        const streamId = await createStream(name);
+        const ids = await fillFailed(
+          database(),
+          server.tenant.id,
+          streamId,
+          Array.from({ length: 7 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
+        );
+        const response = await redeliver(streamId, {});
+        assert.equal(response.statusCode, 202, response.body);
+        return { streamId, ids };
+      };
+
+      it('queues the first chunk in the request and the rest in the background, with the same filter', async () => {
+        await worker().pause();
+        const streamId = await createStream('filtered');
+        // Ten failed deliveries, types alternating, a minute apart; the filter takes user.updated from
+        // minute 1 up to minute 8: the 2nd, 4th, 6th and 8th.
+        const ids = await fillFailed(
+          database(),
+          server.tenant.id,
+          streamId,
+          Array.from({ length: 10 }, (_, i) => ({ type: i % 2 ? 'user.updated' : 'user.created', time: minute(i) })),
+        );
+        const filter = {
+          event_types: ['user.updated'],
+          date_from: minute(1).slice(0, 19) + 'Z',
+          date_to: minute(8).slice(0, 19) + 'Z',
+        };
+
+        // Another tenant's token: the stream is not its, nothing is queued or recorded.
+        const other = await server.addTenant('redelivery-other', 'redelivery-other.test');
+        const refused = await server.app.inject({
+          method: 'POST',
+          url: `/api/v2/event-streams/${streamId}/redeliver`,
+          headers: { host: 'redelivery-other.test', authorization: `Bearer ${other.token}` },
+          payload: filter,
+        });
+        assert.equal(refused.statusCode, 404, refused.body);
+        assert.deepEqual(await recordedOf(database(), streamId), []);
+
+        const response = await redeliver(streamId, filter);
+        assert.equal(response.statusCode, 202, response.body);
+        assert.deepEqual(response.json(), filter);
+        // The request walked the first three: of them only the 2nd matches.
+        const F = 'failed';
+        const P = 'pending';
+        assert.deepEqual(await statusesOf(database(), streamId, ids), [F, P, F, F, F, F, F, F, F, F]);
+        const [recorded, ...more] = await recordedOf(database(), streamId);
+        assert.equal(more.length, 0);
+        assert.deepEqual(
+          {
+            after: recorded!.after_event_id,
+            until: recorded!.until_event_id,
+            queued: recorded!.queued,
+            types: recorded!.event_types,
+            from: recorded!.time_from,
+            to: recorded!.time_to,
+          },
+          {
+            after: ids[2],
+            until: ids[9],
+            queued: 1,
+            types: '["user.updated"]',
+            from: minute(1),
+            to: minute(8),
+          },
+        );
+
+        worker().resume();
+        const line = await queuedLine(streamId);
+        // Three more chunks (the 4th to 6th, 7th to 9th, the 10th), three more queued.
+        assert.deepEqual([line.chunks, line.rows, line.tenant_id], [3, 3, server.tenant.id]);
+        assert.deepEqual(await statusesOf(database(), streamId, ids), [F, P, F, P, F, P, F, P, F, F]);
+        assert.deepEqual(await recordedOf(database(), streamId), [], 'the redelivery is gone once queued');
+        // Each queued one shows its `retrying` attempt, as a redelivery in one step left it.
+        const shown = await server.request({ url: `/api/v2/event-streams/${streamId}/deliveries/${ids[7]}` });
+        assert.equal(shown.statusCode, 200, shown.body);
+        assert.deepEqual(
+          (shown.json().attempts as Array<{ status: string }>).map((a) => a.status),
+          ['retrying'],
+        );
+        const attempts = await server.request({ url: `/api/v2/event-streams/${streamId}/attempts?take=10` });
+        assert.equal(attempts.statusCode, 200, attempts.body);
+        assert.deepEqual(
+          (attempts.json().attempts as Array<{ status: string; event_id: string; seq: number }>)
+            .map((a) => [a.status, a.event_id, a.seq])
+            .sort(),
+          [ids[1], ids[3], ids[5], ids[7]].map((id) => ['retrying', id, 5]).sort(),
+        );
+      });
+
+      it('ends where it began: one it queued that failed again, and one failed since, are left', async () => {
+        await worker().pause();
+        const { streamId, ids } = await redeliveredStream('bounded');
+        assert.deepEqual(await statusesOf(database(), streamId, ids), [
+          'pending',
+          'pending',
+          'pending',
+          ...Array(4).fill('failed'),
+        ]);
+        // The first one is sent and fails again before the background goes on; another delivery, of an
+        // event after every one walked, fails meanwhile.
+        await database()
+          .db.updateTable('deliveries')
+          .set({ status: 'failed', attempt_count: 4 })
+          .where('stream_id', '=', streamId)
+          .where('event_id', '=', ids[0]!)
+          .execute();
+        await fillFailed(
+          database(),
+          server.tenant.id,
+          streamId,
+          [{ type: 'user.created', time: minute(9) }],
+          [LATER_EVENT],
+        );
+
+        worker().resume();
+        const line = await queuedLine(streamId);
+        assert.deepEqual([line.chunks, line.rows], [2, 4]);
+        assert.deepEqual(await statusesOf(database(), streamId, [...ids, LATER_EVENT]), [
+          'failed',
+          ...Array(6).fill('pending'),
+          'failed',
+        ]);
+      });
+
+      it('ends once its stream is being deleted, queuing nothing more', async () => {
+        await worker().pause();
+        await server.services.streamDeletionWorker!.pause();
+        try {
+          const { streamId, ids } = await redeliveredStream('deleted meanwhile');
+          assert.equal((await recordedOf(database(), streamId)).length, 1);
+          const deleted = await server.request({ method: 'DELETE', url: `/api/v2/event-streams/${streamId}` });
+          assert.equal(deleted.statusCode, 204, deleted.body);
+
+          worker().resume();
+          const line = await queuedLine(streamId);
+          assert.deepEqual([line.chunks, line.rows], [1, 0]);
+          assert.deepEqual(await recordedOf(database(), streamId), []);
+          assert.deepEqual(await statusesOf(database(), streamId, ids), [
+            ...Array(3).fill('pending'),
+            ...Array(4).fill('failed'),
+          ]);
+        } finally {
+          server.services.streamDeletionWorker!.resume();
+        }
+      });
+
+      it('a chunk run under a lease taken over since changes nothing', async () => {
+        await worker().pause();
+        try {
+          const { streamId, ids } = await redeliveredStream('taken over');
+          const store = new RedeliveryStore(database());
+          const chunk = redeliveryChunk(database(), { chunkRows: CHUNK_ROWS }, async () => undefined);
+          const [stale] = (await store.claimDue(1, 10)).filter((r) => r.stream_id === streamId);
+          assert.ok(stale, 'claimed');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          const [current] = (await store.claimDue(60_000, 10)).filter((r) => r.stream_id === streamId);
+          assert.ok(current && current.lease !== stale.lease, 'claimed again once the first lease ran out');
+          const cursor = { after: stale.after_event_id, queued: stale.queued };
+          const later = new Date(Date.now() + 60_000).toISOString();
+
+          assert.equal(await chunk(stale, later, cursor), undefined, 'the stale run is told its lease is gone');
+          assert.deepEqual(await statusesOf(database(), streamId, ids), [
+            ...Array(3).fill('pending'),
+            ...Array(4).fill('failed'),
+          ]);
+          const [unchanged] = await recordedOf(database(), streamId);
+          assert.deepEqual([unchanged!.after_event_id, unchanged!.claimed_until], [ids[2], current.lease]);
+
+          const outcome = await chunk(current, later, cursor);
+          assert.deepEqual(outcome, { rows: 3, finished: false, cursor: { after: ids[5], queued: 6 } });
+          const [moved] = await recordedOf(database(), streamId);
+          assert.deepEqual([moved!.after_event_id, moved!.queued, moved!.claimed_until], [ids[5], 6, later]);
+          await store.release({ ...current, lease: later }, later, new Date().toISOString());
+        } finally {
+          worker().resume();
+        }
+      });
+    });
+  }),
+);
