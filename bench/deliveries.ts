@@ -10,7 +10,9 @@
  *                       at BENCH_LATENCY_RATE (10) users/s for 10 s, SQLite and PostgreSQL (two
  *                       nodes, the users created on both). Baseline: the POST's own latency.
  *  redelivery           time to queue 100,000 failed deliveries again (POST …/redeliver {}), on a
- *                       node without a worker. Baseline: one UPDATE of the same rows back to failed.
+ *                       node without a worker: until it answers (the first chunk) and until the rest is
+ *                       queued in the background, with another stream read every 50 ms meanwhile.
+ *                       Baseline: one UPDATE of the same rows back to failed; the probe before.
  *                       BENCH_REDELIVER sets the number, BENCH_REDELIVER_DATABASES (sqlite,postgres)
  *                       the databases.
  *  (also claim-growth, stats-growth and deletion-stall, described at their functions below)
@@ -696,18 +698,24 @@ export async function redelivery(): Promise<void> {
     if (!backend) continue;
     try {
       const node = backend.nodes[0]!;
-      const [streamId] = await createStreams(node, 9, 1);
+      const [streamId, other] = await createStreams(node, 9, 2);
       const fixtureStart = wallClock();
       await insertOutbox(backend.database, [streamId!], REDELIVER, 'failed');
       process.stdout.write(
         `    ${backend.name}: ${fmt.int(REDELIVER)} failed deliveries (4 attempt rows each) inserted in ${fmt.s(wallClock() - fixtureStart)}\n`,
       );
+      const baseline = await probe(node, other!, async () => false, BASELINE_PROBE_MS);
       const rssBefore = readRss(node.pid);
       let rssPeak = rssBefore;
       const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, readRss(node.pid))), 50);
       sampler.unref();
       const rows: Array<Array<string | number>> = [];
-      const times: { redeliver: number[]; update: number[] } = { redeliver: [], update: [] };
+      const times: { answer: number[]; queued: number[]; update: number[]; probe: number[] } = {
+        answer: [],
+        queued: [],
+        update: [],
+        probe: [],
+      };
       // PostgreSQL: each timed statement finds the table as failed deliveries that wait for a redelivery
       // (minutes or days old) are found: vacuumed (the fixture's hint bits set, the last round's dead row
       // versions gone) and checkpointed, so no write-back of the fixture's 500 MB runs beside it. Every
@@ -718,13 +726,20 @@ export async function redelivery(): Promise<void> {
         await backend.database.pool.query('VACUUM deliveries');
         await backend.database.pool.query('CHECKPOINT');
       };
+      // The request queues the first chunk and records the rest, which the node queues in the background.
+      const allQueued = async () =>
+        (await backend.database.db.selectFrom('event_stream_redeliveries').select('id').executeTakeFirst()) ===
+        undefined;
       for (let round = 1; round <= ROUNDS; round++) {
         await vacuum();
         const started = wallClock();
         const response = await api(node, 'POST', `/api/v2/event-streams/${streamId}/redeliver`, {});
-        const ms = wallClock() - started;
+        const answerMs = wallClock() - started;
         if (response.status !== 202)
           throw new Error(`redeliver answered ${response.status} ${JSON.stringify(response.body)}`);
+        const during = await probe(node, other!, allQueued, REMOVAL_LIMIT_MS);
+        const ms = wallClock() - started;
+        if (!(await allQueued())) throw new Error(`not all queued within ${REMOVAL_LIMIT_MS / 1000} s`);
         const queued = (await countBy(backend.database, 'deliveries')).pending ?? 0;
         // Each one queued again holds its retrying attempt's seq (four attempts, then one per round).
         const { waiting } = await backend.database.db
@@ -736,8 +751,10 @@ export async function redelivery(): Promise<void> {
           .executeTakeFirstOrThrow();
         if (queued !== REDELIVER || Number(waiting) !== REDELIVER)
           throw new Error(`after redeliver: ${queued} pending, ${waiting} waiting for their retrying attempt`);
-        times.redeliver.push(ms);
-        rows.push([`round ${round}`, 'POST …/redeliver {} → 202', fmt.int(queued), ms1(ms)]);
+        times.answer.push(answerMs);
+        times.queued.push(ms);
+        times.probe.push(...during);
+        rows.push([`round ${round}`, 'POST …/redeliver {} → 202', fmt.int(queued), ms1(answerMs), ms1(ms)]);
         // The baseline, which also sets the rows back to failed for the next round.
         await vacuum();
         const updateStart = wallClock();
@@ -753,9 +770,12 @@ export async function redelivery(): Promise<void> {
           `round ${round}`,
           'baseline: one UPDATE of the rows back to failed',
           fmt.int(REDELIVER),
+          '',
           ms1(updateMs),
         ]);
-        process.stdout.write(`    round ${round}: redeliver ${ms1(ms)}, baseline UPDATE ${ms1(updateMs)}\n`);
+        process.stdout.write(
+          `    round ${round}: redeliver answered in ${ms1(answerMs)}, all queued in ${ms1(ms)}, baseline UPDATE ${ms1(updateMs)}\n`,
+        );
       }
       clearInterval(sampler);
       process.stdout.write(
@@ -763,11 +783,23 @@ export async function redelivery(): Promise<void> {
       );
       table(
         `redelivery — ${backend.name}, ${fmt.int(REDELIVER)} failed deliveries of one stream`,
-        ['round', 'variant', 'deliveries', 'time'],
+        ['round', 'variant', 'deliveries', 'answered', 'all queued'],
         rows,
       );
+      const probeRow = (label: string, values: number[]) => [
+        label,
+        fmt.int(values.length),
+        ms1(percentile(values, 0.5)),
+        ms1(percentile(values, 0.99)),
+        ms1(Math.max(...values)),
+      ];
+      table(
+        `another stream read every ${PROBE_EVERY_MS} ms — ${backend.name}`,
+        ['probe', 'requests', 'p50', 'p99', 'max'],
+        [probeRow('baseline: nothing being queued', baseline), probeRow('while the redeliveries queue', times.probe)],
+      );
       process.stdout.write(
-        `\n  ratio redeliver/UPDATE (mean time): ${fmt.ratio(mean(times.redeliver) / mean(times.update))}; mean redeliver ${ms1(mean(times.redeliver))}\n`,
+        `\n  ratio all queued/UPDATE (mean time): ${fmt.ratio(mean(times.queued) / mean(times.update))}; mean answer ${ms1(mean(times.answer))}, mean all queued ${ms1(mean(times.queued))}\n`,
       );
     } finally {
       await backend.close();
@@ -1084,9 +1116,10 @@ export async function statsGrowth(): Promise<void> {
 const DELETION_DELIVERIES = Number(process.env.BENCH_DELETION_DELIVERIES ?? 250_000);
 const PROBE_EVERY_MS = 50;
 const BASELINE_PROBE_MS = 5_000;
+const DONE_EVERY_MS = 5;
 const REMOVAL_LIMIT_MS = 120_000;
 
-/** GET of one stream every PROBE_EVERY_MS until `done()`, or `limitMs`: each answer's latency. */
+/** GET of one stream every PROBE_EVERY_MS until `done()` (asked every DONE_EVERY_MS), or `limitMs`: each answer's latency. */
 async function probe(node: Node, streamId: string, done: () => Promise<boolean>, limitMs: number): Promise<number[]> {
   const latencies: number[] = [];
   const until = wallClock() + limitMs;
@@ -1095,7 +1128,8 @@ async function probe(node: Node, streamId: string, done: () => Promise<boolean>,
     const answer = await api(node, 'GET', `/api/v2/event-streams/${streamId}`);
     if (answer.status !== 200) throw new Error(`the probe answered ${answer.status}`);
     latencies.push(wallClock() - started);
-    await sleep(Math.max(0, PROBE_EVERY_MS - (wallClock() - started)));
+    // `done` is asked every few ms meanwhile, so that when the work ended is known to within them.
+    while (wallClock() - started < PROBE_EVERY_MS && wallClock() < until && !(await done())) await sleep(DONE_EVERY_MS);
   }
   return latencies;
 }
