@@ -344,6 +344,8 @@ export const eventStreamErrors = {
   nameTaken: () => conflict(STREAM_CONFLICT),
   tooMany: () => conflict(STREAM_CONFLICT),
   notRedeliverable: () => conflict('The event is not in a state that allows redelivery.'),
+  /** The original's 409 for POST …/redeliver: here, the stream has REDELIVERIES_UNDER_WAY_MAX redeliveries under way. */
+  redeliveriesUnderWay: () => conflict('One or more events is not in a state that allows redelivery.'),
   signingSecretNotFound: () => new ApiError(404, 'The signing secret does not exist.'),
   /** The original also has eventbridge and action destinations; this server delivers to webhooks only. */
   destinationNotSupported: (type: string) =>

@@ -29,7 +29,7 @@ import type {
   StreamAttemptRow,
 } from './store/deliveries.ts';
 import { ANALYZE_AFTER_QUEUED, requeuedAttempt } from './store/deliveries.ts';
-import type { RedeliveryStore } from './store/redeliveries.ts';
+import { REDELIVERIES_UNDER_WAY_MAX, type RedeliveryStore } from './store/redeliveries.ts';
 import type { StreamStore } from './store/streams.ts';
 import { existingStream } from './streams.ts';
 import type { Logger } from '../../logger.ts';
@@ -186,6 +186,12 @@ export class Deliveries {
       const step = await this.store.queueAgainStep(trx, which, { through }, this.redeliveries.chunkRows, at);
       if (step.queued > 0) await this.queued(trx);
       if (step.last === undefined) return { queued: step.queued, recorded: false };
+      // Refused, its first chunk rolled back, while the stream has as many under way as it may.
+      if (
+        (await this.redeliveries.store.underWay(trx, streamId, REDELIVERIES_UNDER_WAY_MAX)) >=
+        REDELIVERIES_UNDER_WAY_MAX
+      )
+        throw eventStreamErrors.redeliveriesUnderWay();
       await this.redeliveries.store.record(trx, {
         id: randomUUID(),
         stream_id: streamId,

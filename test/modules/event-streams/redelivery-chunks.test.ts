@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Database } from '../../../src/db/database.ts';
 import { newId } from '../../../src/ids.ts';
 import { redeliveryChunk } from '../../../src/modules/event-streams/redelivery/worker.ts';
-import { RedeliveryStore } from '../../../src/modules/event-streams/store/redeliveries.ts';
+import { REDELIVERIES_UNDER_WAY_MAX, RedeliveryStore } from '../../../src/modules/event-streams/store/redeliveries.ts';
 import { eachDatabase } from '../../helpers/databases.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { logLines } from '../../helpers/log-lines.ts';
@@ -274,6 +274,54 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
         } finally {
           server.services.streamDeletionWorker!.resume();
         }
+      });
+
+      it('a stream has at most REDELIVERIES_UNDER_WAY_MAX redeliveries under way: one more is refused, nothing queued', async () => {
+        await worker().pause();
+        const streamId = await createStream('flooded');
+        try {
+          const ids = await fillFailed(
+            database(),
+            server.tenant.id,
+            streamId,
+            Array.from({ length: 7 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
+          );
+          // A filter that takes none of them: each request walks a chunk, queues nothing and leaves the
+          // rest of the walk to the background, as many times as it is sent.
+          const nothing = { event_types: ['user.deleted'] };
+          for (let i = 0; i < REDELIVERIES_UNDER_WAY_MAX; i++) {
+            const response = await redeliver(streamId, nothing);
+            assert.equal(response.statusCode, 202, response.body);
+          }
+          assert.equal((await recordedOf(database(), streamId)).length, REDELIVERIES_UNDER_WAY_MAX);
+
+          const refused = await redeliver(streamId, {});
+          assert.equal(refused.statusCode, 409, refused.body);
+          assert.equal(refused.json().message, 'One or more events is not in a state that allows redelivery.');
+          assert.equal((await recordedOf(database(), streamId)).length, REDELIVERIES_UNDER_WAY_MAX);
+          assert.deepEqual(
+            await statusesOf(database(), streamId, ids),
+            Array(7).fill('failed'),
+            'its first chunk rolled back',
+          );
+
+          // One that needs no background work still goes through at once.
+          const small = await createStream('flooded, one chunk');
+          const [one] = await fillFailed(database(), server.tenant.id, small, [
+            { type: 'user.created', time: minute(0) },
+          ]);
+          const single = await redeliver(small, {});
+          assert.equal(single.statusCode, 202, single.body);
+          assert.deepEqual(await statusesOf(database(), small, [one!]), ['pending']);
+        } finally {
+          worker().resume();
+        }
+        // Once they are done, the stream takes redeliveries again.
+        await eventually('the redeliveries under way done', async () =>
+          (await recordedOf(database(), streamId)).length === 0 ? true : undefined,
+        );
+        const again = await redeliver(streamId, {});
+        assert.equal(again.statusCode, 202, again.body);
       });
 
       it('a chunk run under a lease taken over since changes nothing', async () => {

@@ -5,6 +5,14 @@ import type { EventStreamRedeliveriesTable } from '../../../db/schema.ts';
 
 export type RedeliveryRow = Selectable<EventStreamRedeliveriesTable>;
 
+/**
+ * Redeliveries one stream may have under way at once. Each costs its request one chunk and leaves a walk
+ * of the stream's failed deliveries to the background, where one node runs one redelivery at a time: a
+ * request whose filter takes none of them (an event type the stream has not failed) leaves them all
+ * failed, so unbounded, each request left more background work, and everyone's redeliveries waited for it.
+ */
+export const REDELIVERIES_UNDER_WAY_MAX = 10;
+
 /** A redelivery being queued, claimed by this node under `lease`. */
 export type ClaimedRedelivery = Omit<RedeliveryRow, 'status' | 'next_attempt_at' | 'claimed_until' | 'created_at'> & {
   lease: string;
@@ -39,6 +47,21 @@ const DUE_REDELIVERIES: LeasedTable<ClaimedRedelivery> = {
  */
 export class RedeliveryStore {
   constructor(private readonly database: Database) {}
+
+  /**
+   * How many redeliveries of the stream are under way, up to `limit` (a read of
+   * event_stream_redeliveries_stream). The caller holds the stream's lock: redeliveries of one stream are
+   * recorded one after another.
+   */
+  async underWay(trx: Tx, streamId: string, limit: number): Promise<number> {
+    const rows = await trx
+      .selectFrom('event_stream_redeliveries')
+      .select('id')
+      .where('stream_id', '=', streamId)
+      .limit(limit)
+      .execute();
+    return rows.length;
+  }
 
   /** Records a redelivery whose first chunk the caller's transaction queued; due at once. */
   async record(trx: Tx, row: Insertable<EventStreamRedeliveriesTable>): Promise<void> {
