@@ -101,7 +101,7 @@ export interface Config {
   eventStreamsMax: number;
   /** Most rows one transaction of a deleted stream's background removal deletes (its per-minute counts, attempts, deliveries); at most 100,000. */
   eventStreamDeletionChunkRows: number;
-  /** Most failed deliveries one step of a redelivery walks (the request's, then each background chunk's). */
+  /** Most failed deliveries one step of a redelivery walks (the request's, then each background chunk's): 2,000 on SQLite, 10,000 on PostgreSQL unless set. */
   eventStreamRedeliveryChunkRows: number;
   /** How long after creation a pending custom domain is re-checked in the background before it is failed. */
   customDomainVerifyWindowSeconds: number;
@@ -387,7 +387,16 @@ export function loadConfig(env: Env = process.env): Config {
     customDomainsMax: integer(env, 'CUSTOM_DOMAINS_MAX', 20, 0),
     eventStreamsMax: integer(env, 'EVENT_STREAMS_MAX', 100, 0),
     eventStreamDeletionChunkRows: integer(env, 'EVENT_STREAM_DELETION_CHUNK_ROWS', 1000, 1, 100_000),
-    eventStreamRedeliveryChunkRows: integer(env, 'EVENT_STREAM_REDELIVERY_CHUNK_ROWS', 2000, 1, 100_000),
+    // SQLite: a chunk holds the event loop, every tenant's requests (about 10 ms a chunk of 2,000);
+    // PostgreSQL: it holds only its rows' locks, and each transaction's own cost (its commit, the
+    // walk's first read) is paid less often: 1.3× a single UPDATE's time in all, against 1.6× by 2,000.
+    eventStreamRedeliveryChunkRows: integer(
+      env,
+      'EVENT_STREAM_REDELIVERY_CHUNK_ROWS',
+      databaseUrl === undefined ? 2_000 : 10_000,
+      1,
+      100_000,
+    ),
     customDomainVerifyWindowSeconds: integer(env, 'CUSTOM_DOMAIN_VERIFY_WINDOW_S', 48 * 3600, 1),
     customDomainRecheckInitialMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_INITIAL_MS', 60_000, 1),
     customDomainRecheckMaxMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_MAX_MS', 3_600_000, 1),

@@ -64,6 +64,7 @@ describe('configuration', () => {
         bad,
       );
     assert.equal(loadConfig({}).eventStreamRedeliveryChunkRows, 2000);
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://db.test/x' }).eventStreamRedeliveryChunkRows, 10_000);
     assert.equal(loadConfig({ EVENT_STREAM_REDELIVERY_CHUNK_ROWS: '1' }).eventStreamRedeliveryChunkRows, 1);
     for (const bad of ['0', '1e3', '100001'])
       assert.throws(

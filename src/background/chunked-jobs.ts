@@ -11,6 +11,12 @@ const LEASE_MS = 30_000;
 const RETRY_MS = 5_000;
 /** Jobs of one kind a node runs at a time: each keeps the database busy; more at once would not go faster. */
 const CONCURRENCY = 1;
+/**
+ * How long a node runs one job before handing it back, due at once, so that jobs due before it (other
+ * tenants', queued meanwhile) are claimed first: a job of a million rows takes seconds, and jobs of one
+ * kind run one at a time.
+ */
+const TURN_MS = 1_000;
 
 /** A job claimed by this node until `lease`. */
 export interface LeasedJob {
@@ -71,6 +77,7 @@ export class ChunkedJobWorker<Job extends LeasedJob, Cursor> {
   constructor(
     private readonly kind: ChunkedJobKind<Job, Cursor>,
     private readonly logger: Logger,
+    private readonly turnMs = TURN_MS,
   ) {
     this.loop = new PollingLoop({
       round: async () => {
@@ -114,7 +121,8 @@ export class ChunkedJobWorker<Job extends LeasedJob, Cursor> {
   }
 
   /**
-   * Chunk after chunk until the job is over. A failed chunk is logged and the job tried again after
+   * Chunk after chunk until the job is over, or for a turn (TURN_MS): then it is handed back, and its log line
+   * says what this turn did (a job's lines add up to the whole). A failed chunk is logged and the job tried again after
    * RETRY_MS, from where it got to: what a committed chunk did stays done.
    */
   private async run(job: Job): Promise<void> {
@@ -124,6 +132,7 @@ export class ChunkedJobWorker<Job extends LeasedJob, Cursor> {
     let cursor = kind.cursorOf(job);
     let chunks = 0;
     let rows = 0;
+    const turnEnds = Date.now() + this.turnMs;
     try {
       for (;;) {
         const newLease = new Date(Date.now() + LEASE_MS).toISOString();
@@ -144,6 +153,12 @@ export class ChunkedJobWorker<Job extends LeasedJob, Cursor> {
           // This node's next start, or another node, goes on at once.
           await kind.release(job, lease, now());
           log.info({ chunks, rows }, `${kind.name} paused: the node is stopping`);
+          return;
+        }
+        if (Date.now() >= turnEnds) {
+          // Due now, it comes after every job due before it; the loop claims again once this run ends.
+          await kind.release(job, lease, now());
+          log.info({ chunks, rows }, `${kind.name} hands its turn on`);
           return;
         }
         // SQLite's calls are synchronous: without a turn of the event loop between chunks, requests

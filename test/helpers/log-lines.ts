@@ -13,3 +13,24 @@ export function logLines(): { lines: LogLine[]; stream: Writable } {
   });
   return { lines, stream };
 }
+
+/**
+ * What a background job done in chunks did in all (src/background/chunked-jobs.ts): its lines — one a
+ * turn handed on, then its last — added up, once its last (`finished`) is among them; undefined before.
+ */
+export function jobTotals(
+  lines: readonly LogLine[],
+  job: { name: string; finished: string; streamId: string },
+): { chunks: number; rows: number; turns: number } | undefined {
+  const own = lines.filter(
+    (line) =>
+      line.event_stream_id === job.streamId &&
+      (line.msg === job.finished || line.msg === `${job.name} hands its turn on`),
+  );
+  if (!own.some((line) => line.msg === job.finished)) return undefined;
+  return {
+    chunks: own.reduce((sum, line) => sum + Number(line.chunks), 0),
+    rows: own.reduce((sum, line) => sum + Number(line.rows), 0),
+    turns: own.length,
+  };
+}

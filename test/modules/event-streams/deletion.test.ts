@@ -12,7 +12,7 @@ import { exportSeed } from '../../../src/seed/export.ts';
 import { createServices, type Services } from '../../../src/services.ts';
 import { createTestDatabase, eachDatabase, type TestDatabase } from '../../helpers/databases.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { logLines } from '../../helpers/log-lines.ts';
+import { jobTotals, logLines } from '../../helpers/log-lines.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.ts';
 
@@ -364,13 +364,15 @@ describe('deleting an event stream', { concurrency: true }, () =>
         });
 
         assert.equal((await deleteStream(doomed)).statusCode, 204);
-        const line = await deletedLine(doomed);
-        assert.equal(line.rows, 104);
-        assert.equal(line.chunks, Math.floor(104 / CHUNK_ROWS) + 1);
+        const done = await eventually(`the deletion of ${doomed} logged`, async () =>
+          jobTotals(logs.lines, { name: 'event stream deletion', finished: 'event stream deleted', streamId: doomed }),
+        );
+        assert.equal(done.rows, 104);
+        assert.equal(done.chunks, Math.floor(104 / CHUNK_ROWS) + 1);
         assert.equal(await countsOf(server.services.database, doomed), 0);
         assert.equal(await countsOf(server.services.database, otherStream), 2);
         assert.equal(await countsOf(server.services.database, sibling), 3);
-        assert.equal(line.tenant_id, server.tenant.id);
+        assert.equal((await deletedLine(doomed)).tenant_id, server.tenant.id);
         assert.deepEqual(await rowsOf(server.services.database, doomed), {
           deliveries: 0,
           attempts: 0,
