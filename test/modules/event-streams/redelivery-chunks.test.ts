@@ -294,8 +294,9 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
       it('a stream has at most REDELIVERIES_UNDER_WAY_MAX redeliveries under way: one more is refused, nothing queued', async () => {
         await worker().pause();
         const streamId = await createStream('flooded');
+        let ids: string[] = [];
         try {
-          const ids = await fillFailed(
+          ids = await fillFailed(
             database(),
             server.tenant.id,
             streamId,
@@ -337,6 +338,9 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
         );
         const again = await redeliver(streamId, {});
         assert.equal(again.statusCode, 202, again.body);
+        await eventually('the redelivery queued', async () =>
+          (await statusesOf(database(), streamId, ids)).every((status) => status === 'pending') ? true : undefined,
+        );
       });
 
       it('a chunk run under a lease taken over since changes nothing', async () => {
