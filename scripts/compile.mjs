@@ -25,7 +25,7 @@ const keepImports = {
  * Compiles `dirs` (relative to `root`) into `outDir`, which ends up holding the compiled tree only:
  * files left from an earlier compile whose source is gone are removed with it.
  */
-export async function compile({ root, dirs, outDir, sourcemap = 'inline' }) {
+export async function compile({ root, dirs, outDir, sourcemap = 'inline', sourcesContent = true }) {
   const files = dirs.flatMap((dir) =>
     fs
       .readdirSync(path.join(root, dir), { recursive: true })
@@ -51,6 +51,7 @@ export async function compile({ root, dirs, outDir, sourcemap = 'inline' }) {
     format: 'esm',
     target: 'node20',
     sourcemap,
+    sourcesContent,
     logLevel: 'warning',
   });
   // The compiled files are ES modules whichever package.json sits above outDir.
@@ -58,12 +59,18 @@ export async function compile({ root, dirs, outDir, sourcemap = 'inline' }) {
   return entryPoints.length;
 }
 
-/** The server's build: src/ into dist/, with source maps beside the files (`npm run build`). */
+/**
+ * The server's build: src/ into dist/, with source maps beside the files (`npm run build`). The maps
+ * leave the sources' text out: a stack names file, line and column from the mappings alone, and Node
+ * keeps every map it loads in memory, the text with it: the idle server's heap holds 1.5–2.5 MB less
+ * (its resident memory 2 s after start-up moved within the spread), and the maps on disk 1.9 → 1 MB.
+ */
 export function buildDist(project) {
   return compile({
     root: path.join(project, 'src'),
     dirs: ['.'],
     outDir: path.join(project, 'dist'),
     sourcemap: 'linked',
+    sourcesContent: false,
   });
 }
