@@ -4,7 +4,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { ManagementClient } from 'auth0';
@@ -13,30 +12,17 @@ import { CustomDomainService } from '../../../src/modules/custom-domains/service
 import type { DnsCheck } from '../../../src/modules/custom-domains/dns-check.ts';
 import { CustomDomainStore } from '../../../src/modules/custom-domains/store.ts';
 import { createCertificateAuthority, issueServerCertificate } from '../../../src/tls/dev-ca.ts';
+import { SVC_RECORD_KEYS, svcRecordKeysWithout } from '../../helpers/custom-domain-record.ts';
 import { eachDatabase } from '../../helpers/databases.ts';
 import { startDnsServer, type TestDnsServer } from '../../helpers/dns-server.ts';
+import { eventually } from '../../helpers/eventually.ts';
 import { startHttpsTestServer, type HttpsTestServer } from '../../helpers/https.ts';
 import { recordingDatabase } from '../../helpers/recorded-queries.ts';
 
 const EDGE = 'edge.member.test';
 const SECONDS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
 
-/** The record's keys in the original's wire order, with `certificate` where it shows (compat notes §5.3). */
-const SVC_KEYS = [
-  'custom_domain_id',
-  'domain',
-  'primary',
-  'is_default',
-  'status',
-  'type',
-  'verification',
-  'tls_policy',
-  'domain_metadata',
-  'certificate',
-  'created_at',
-  'relying_party_identifier',
-];
-const withoutDefault = SVC_KEYS.filter((k) => k !== 'is_default');
+const withoutDefault = svcRecordKeysWithout('is_default');
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 addFormatsModule.default(ajv);
@@ -47,16 +33,6 @@ function conforms(schema: typeof CustomDomainRecord | typeof VerifiedCustomDomai
   const validate = validators.get(schema)!;
   validate(body);
   assert.deepEqual(validate.errors ?? [], [], JSON.stringify(body));
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 describe('the certificate member of custom-domain records', { concurrency: true }, () =>
@@ -128,10 +104,7 @@ describe('the certificate member of custom-domain records', { concurrency: true 
       it('shows none before the first check, {} while pending, provisioning once ready, provisioned once stored; in wire order', async () => {
         const cd = await create('login.member.test');
         // Fresh: no check yet, no member (as the original).
-        assert.deepEqual(
-          Object.keys(cd),
-          SVC_KEYS.filter((k) => k !== 'certificate'),
-        );
+        assert.deepEqual(Object.keys(cd), svcRecordKeysWithout('certificate'));
         conforms(CustomDomainRecord, cd);
         assert.deepEqual(Object.keys(await get(cd.custom_domain_id)), Object.keys(cd));
 
@@ -140,7 +113,7 @@ describe('the certificate member of custom-domain records', { concurrency: true 
         assert.equal(pending.status, 'pending_verification');
         assert.deepEqual(Object.keys(pending), withoutDefault);
         assert.deepEqual(pending.certificate, {});
-        assert.deepEqual(Object.keys(await get(cd.custom_domain_id)), SVC_KEYS);
+        assert.deepEqual(Object.keys(await get(cd.custom_domain_id)), SVC_RECORD_KEYS);
         assert.deepEqual((await get(cd.custom_domain_id)).certificate, {});
 
         // Ready: the verify response is made before the certificate is issued.
@@ -154,7 +127,7 @@ describe('the certificate member of custom-domain records', { concurrency: true 
         assert.equal(row.source, 'dev-ca');
         const leaf = new X509Certificate(row.certificate);
         const shown = await get(cd.custom_domain_id);
-        assert.deepEqual(Object.keys(shown), SVC_KEYS);
+        assert.deepEqual(Object.keys(shown), SVC_RECORD_KEYS);
         assert.deepEqual(Object.keys(shown.certificate), ['renews_before', 'status']);
         assert.match(shown.certificate.renews_before, SECONDS);
         assert.deepEqual(shown.certificate, {
@@ -180,7 +153,7 @@ describe('the certificate member of custom-domain records', { concurrency: true 
         const bare = await api({ url: '/api/v2/custom-domains' });
         const listed = (bare.json() as Array<{ custom_domain_id: string }>).find((d) => d.custom_domain_id === id)!;
         conforms(CustomDomainRecord, listed);
-        assert.deepEqual(Object.keys(listed), SVC_KEYS);
+        assert.deepEqual(Object.keys(listed), SVC_RECORD_KEYS);
         assert.deepEqual((listed as unknown as { certificate: unknown }).certificate, expected);
 
         const paged = await api({ url: '/api/v2/custom-domains?take=1&q=domain:every.member.test' });
@@ -202,10 +175,7 @@ describe('the certificate member of custom-domain records', { concurrency: true 
         const without = await api({
           url: '/api/v2/custom-domains?q=domain:every.member.test&fields=certificate&include_fields=false',
         });
-        assert.deepEqual(
-          Object.keys(without.json()[0]),
-          SVC_KEYS.filter((k) => k !== 'certificate'),
-        );
+        assert.deepEqual(Object.keys(without.json()[0]), svcRecordKeysWithout('certificate'));
 
         const patched = await api({
           method: 'PATCH',
@@ -214,7 +184,7 @@ describe('the certificate member of custom-domain records', { concurrency: true 
         });
         assert.equal(patched.statusCode, 200, patched.body);
         conforms(CustomDomainRecord, patched.json());
-        assert.deepEqual(Object.keys(patched.json()), SVC_KEYS);
+        assert.deepEqual(Object.keys(patched.json()), SVC_RECORD_KEYS);
         assert.deepEqual(patched.json().certificate, expected);
 
         const made = await api({
