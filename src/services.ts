@@ -156,6 +156,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
       verifyWindowMs: config.customDomainVerifyWindowSeconds * 1000,
       recheckInitialMs: config.customDomainRecheckInitialMs,
       recheckMaxMs: config.customDomainRecheckMaxMs,
+      // Records show the state of the certificates this source issues.
+      certificateSource: certificateSource?.name,
     },
     {
       // A domain that becomes ready gets its certificate before its first visitor asks for it.

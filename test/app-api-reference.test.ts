@@ -17,6 +17,13 @@ import { startTestServer, type TestServer } from './helpers/server.ts';
 const run = promisify(execFile);
 const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
 
+/** What the assertions read of a JSON schema in the OpenAPI document. */
+interface Schema {
+  additionalProperties?: boolean;
+  properties?: Record<string, Schema>;
+  anyOf?: Array<{ const?: string; enum?: string[] }>;
+}
+
 describe('OpenAPI document and the API reference page', () => {
   let server: TestServer;
   let base: string;
@@ -60,6 +67,26 @@ describe('OpenAPI document and the API reference page', () => {
       ],
     );
     assert.equal(doc.paths['/api/v2/custom-domains/{id}/certificate']?.get?.operationId, 'getCustomDomainCertificate');
+    // Custom-domain records are documented with their certificate member, closed as the original's is.
+    const record = (
+      doc.paths['/api/v2/custom-domains/{id}']?.get as unknown as {
+        responses: Record<string, { content: Record<string, { schema: Schema }> }>;
+      }
+    ).responses['200']!.content['application/json']!.schema;
+    assert.equal(record.additionalProperties, false);
+    const keys = Object.keys(record.properties ?? {});
+    assert.deepEqual(keys.slice(keys.indexOf('domain_metadata'), keys.indexOf('created_at') + 1), [
+      'domain_metadata',
+      'certificate',
+      'created_at',
+    ]);
+    const certificate = record.properties!.certificate!;
+    assert.equal(certificate.additionalProperties, false);
+    assert.deepEqual(Object.keys(certificate.properties ?? {}), ['renews_before', 'status']);
+    assert.deepEqual(
+      certificate.properties!.status!.anyOf?.flatMap((s) => s.enum ?? [s.const]),
+      ['provisioning', 'provisioned'],
+    );
     assert.equal(doc.paths['/api/v2/emails/outbox']?.get?.operationId, 'listOutboxEmails');
     assert.equal(doc.paths['/api/v2/emails/outbox/{id}/message']?.get?.operationId, 'getOutboxEmailMessage');
     assert.equal(

@@ -2,7 +2,7 @@ import type { Tx } from '../../db/database.ts';
 import { now } from '../../db/database.ts';
 import { customDomainError } from '../../http/errors.ts';
 import type { Tenant } from '../tenants/service.ts';
-import { present, type CustomDomain } from './record.ts';
+import type { CustomDomain, CustomDomainRecords } from './record.ts';
 import type { CustomDomainRow, CustomDomainStore } from './store.ts';
 
 /** The canonical domain when it is the default: the original answers with just its name. */
@@ -13,13 +13,16 @@ export type DefaultDomainRecord = CustomDomain | { domain: string };
  * domain (no defaults row). Emails and links use it unless a request names another.
  */
 export class DefaultDomain {
-  constructor(private readonly store: CustomDomainStore) {}
+  constructor(
+    private readonly store: CustomDomainStore,
+    private readonly records: CustomDomainRecords,
+  ) {}
 
   async get(tenant: Tenant): Promise<DefaultDomainRecord> {
     const defaultId = await this.store.defaultId(tenant.id);
     if (defaultId === undefined) return { domain: tenant.domain };
     const row = await this.store.byId(defaultId);
-    return row ? present(row, defaultId) : { domain: tenant.domain };
+    return row ? this.records.one(row, defaultId) : { domain: tenant.domain };
   }
 
   /** Makes `hostname` the default: the canonical domain, or one of the tenant's ready custom domains. */
@@ -33,7 +36,7 @@ export class DefaultDomain {
       const row = await this.store.findByHostname(trx, tenant.id, domain, true);
       if (!row || row.status !== 'ready') throw customDomainError.mustBeVerified();
       await this.store.setDefault(trx, tenant.id, row.id, now());
-      return present(row, row.id);
+      return this.records.one(row, row.id, { trx });
     });
   }
 

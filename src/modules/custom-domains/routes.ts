@@ -1,17 +1,39 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
 import {
   CreateCustomDomainBody,
   CustomDomainCertificate,
   CustomDomainId,
+  CustomDomainRecord,
   CustomDomainTest,
   ListCustomDomainsQuery,
   SetDefaultBody,
   UpdateCustomDomainBody,
+  VerifiedCustomDomain,
 } from './schema.ts';
 
 const BASE = '/api/v2/custom-domains';
 const tags = ['custom-domains'];
+
+// Documentation only: responses are sent as JSON.stringify makes them (app.ts), in the records' own key order.
+const CustomDomainList = Type.Union([
+  Type.Array(CustomDomainRecord, { description: 'Without take or from' }),
+  Type.Object(
+    {
+      custom_domains: Type.Array(CustomDomainRecord),
+      next: Type.Optional(Type.String({ description: 'Cursor of the next page (from); absent on the last page' })),
+    },
+    { additionalProperties: false, description: 'With take or from' },
+  ),
+]);
+const DefaultDomainResponse = Type.Union([
+  CustomDomainRecord,
+  Type.Object(
+    { domain: Type.String({ description: 'The canonical domain, when it is the default' }) },
+    { additionalProperties: false },
+  ),
+]);
 
 export async function customDomainRoutes(
   app: FastifyInstance,
@@ -24,7 +46,13 @@ export async function customDomainRoutes(
     BASE,
     {
       config: { scopes: ['create:custom_domains'] },
-      schema: { tags, operationId: 'createCustomDomain', summary: 'Add a custom domain', body: CreateCustomDomainBody },
+      schema: {
+        tags,
+        operationId: 'createCustomDomain',
+        summary: 'Add a custom domain',
+        body: CreateCustomDomainBody,
+        response: { 201: CustomDomainRecord },
+      },
     },
     async (request, reply) => reply.code(201).send(await domains.create(request.tenant.id, request.body)),
   );
@@ -38,6 +66,7 @@ export async function customDomainRoutes(
         operationId: 'listCustomDomains',
         querystring: ListCustomDomainsQuery,
         summary: 'List custom domains (a bare array; {custom_domains, next} when take or from is given)',
+        response: { 200: CustomDomainList },
       },
     },
     async (request) => domains.list(request.tenant.id, request.query),
@@ -52,6 +81,7 @@ export async function customDomainRoutes(
         tags,
         operationId: 'getDefaultCustomDomain',
         summary: 'The default domain: a custom domain record, or {domain} for the canonical one',
+        response: { 200: DefaultDomainResponse },
       },
     },
     async (request) => domains.getDefault(request.tenant),
@@ -66,6 +96,7 @@ export async function customDomainRoutes(
         operationId: 'setDefaultCustomDomain',
         summary: 'Set the default domain (a verified custom domain or the canonical one)',
         body: SetDefaultBody,
+        response: { 200: DefaultDomainResponse },
       },
     },
     async (request) => domains.setDefault(request.tenant, request.body.domain),
@@ -75,7 +106,13 @@ export async function customDomainRoutes(
     `${BASE}/:id`,
     {
       config: { scopes: ['read:custom_domains'] },
-      schema: { tags, operationId: 'getCustomDomain', summary: 'Get a custom domain', params: CustomDomainId },
+      schema: {
+        tags,
+        operationId: 'getCustomDomain',
+        summary: 'Get a custom domain',
+        params: CustomDomainId,
+        response: { 200: CustomDomainRecord },
+      },
     },
     async (request) => domains.get(request.tenant.id, request.params.id),
   );
@@ -90,6 +127,7 @@ export async function customDomainRoutes(
         summary: 'Update a custom domain; is_default true makes it the default',
         params: CustomDomainId,
         body: UpdateCustomDomainBody,
+        response: { 200: CustomDomainRecord },
       },
     },
     async (request) => domains.update(request.tenant.id, request.params.id, request.body),
@@ -116,6 +154,7 @@ export async function customDomainRoutes(
         operationId: 'verifyCustomDomain',
         summary: 'Check the DNS record of a custom domain now',
         params: CustomDomainId,
+        response: { 200: VerifiedCustomDomain },
       },
     },
     async (request) => domains.verify(request.tenant.id, request.params.id),

@@ -98,6 +98,103 @@ export const ListCustomDomainsQuery = Type.Object({
 });
 export type ListCustomDomainsQuery = Static<typeof ListCustomDomainsQuery>;
 
+const VerificationMethod = Type.Object(
+  {
+    name: Type.Union([Type.Literal('CNAME'), Type.Literal('TXT')], {
+      description: 'CNAME (svc-managed) or TXT (self-managed), upper-case as the original sends it',
+    }),
+    record: Type.String({ description: 'The CNAME target, or the TXT record value' }),
+    domain: Type.String({ description: 'The name the record is looked up at' }),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * The `certificate` member of an svc-managed domain's record, once its checks began (compat notes
+ * §5.3). Its keys in the original's order (alphabetical on the wire). Derived from the certificate
+ * Tenantry stores for the domain: `provisioned` while one from the configured source is valid,
+ * `provisioning` while the domain is ready without one; neither while the domain is not ready, or when
+ * the server has no certificate source (an empty object then). `certificate_authority` is never sent:
+ * the original's values name public CAs (letsencrypt, googletrust) and the development CA is neither;
+ * `provisioning_failed`/`renewing_failed` and `error_msg` are never sent: a failed issuance is retried
+ * on the next handshake and recorded nowhere but the log.
+ */
+export const DomainCertificate = Type.Object(
+  {
+    renews_before: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description:
+          'The stored certificate is renewed before this time (its expiry), as the original without milliseconds: 2026-06-10T08:29:55Z',
+      }),
+    ),
+    status: Type.Optional(
+      Type.Union([Type.Literal('provisioning'), Type.Literal('provisioned')], {
+        description:
+          'provisioned: a certificate from CUSTOM_DOMAIN_CERT_SOURCE is stored and valid; provisioning: the domain is ready and none is (it is issued in the background or on the first handshake)',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'The certificate the domain is served with (svc-managed domains, once checks began); see GET /custom-domains/{id}/certificate for its details',
+  },
+);
+export type DomainCertificate = Static<typeof DomainCertificate>;
+
+/**
+ * A custom domain as the API shows it (GET, list, create, PATCH, verify, default), its members in the
+ * original's wire order (compat notes §5.3). `fields`/`include_fields` may leave any of them out of a list.
+ */
+export const CustomDomainRecord = Type.Object(
+  {
+    custom_domain_id: Type.String({ description: 'ID of the custom domain: cd_ and 16 alphanumerics' }),
+    domain: Type.String({ description: 'Domain name, lower-cased' }),
+    primary: Type.Boolean({ description: 'Legacy flag: true for the first domain a tenant added' }),
+    is_default: Type.Optional(
+      Type.Boolean({ description: "Whether it is the tenant's default domain (not in a verify response)" }),
+    ),
+    status: Type.Union([Type.Literal('pending_verification'), Type.Literal('ready'), Type.Literal('failed')]),
+    type: Type.Union([Type.Literal('svc_managed_certs'), Type.Literal('self_managed_certs')]),
+    verification: Type.Object(
+      {
+        methods: Type.Array(VerificationMethod),
+        status: Type.Optional(Type.String({ description: 'verified, pending or failed, once checks began' })),
+        error_msg: Type.Optional(Type.String({ description: 'What the last failed check found' })),
+        last_verified_at: Type.Optional(Type.String({ format: 'date-time', description: 'Without milliseconds' })),
+      },
+      { additionalProperties: false },
+    ),
+    custom_client_ip_header: Type.Optional(
+      Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'Self-managed domains only; null unset' }),
+    ),
+    tls_policy: Type.Optional(Type.String({ description: 'svc-managed domains only: recommended' })),
+    domain_metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
+    certificate: Type.Optional(DomainCertificate),
+    created_at: Type.String({ format: 'date-time' }),
+    relying_party_identifier: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+export type CustomDomainRecord = Static<typeof CustomDomainRecord>;
+
+/** A verify response: the record without `is_default`, and a self-managed domain's cname-api-key once. */
+export const VerifiedCustomDomain = Type.Composite(
+  [
+    Type.Omit(CustomDomainRecord, ['is_default']),
+    Type.Object({
+      cname_api_key: Type.Optional(
+        Type.String({
+          description: "A self-managed domain's key for its proxy, in the first verify response that finds it ready",
+        }),
+      ),
+    }),
+  ],
+  { additionalProperties: false },
+);
+export type VerifiedCustomDomain = Static<typeof VerifiedCustomDomain>;
+
 /** What POST /api/v2/custom-domains/{id}/test answers, as the original does. */
 export const CustomDomainTest = Type.Object(
   {

@@ -6,12 +6,13 @@ import { newId } from '../../ids.ts';
 import type { Tenant, TenantService } from '../tenants/service.ts';
 import { DefaultDomain, type DefaultDomainRecord } from './default-domain.ts';
 import type { DnsCheck } from './dns-check.ts';
-import { present, project, type CustomDomain } from './record.ts';
+import { CustomDomainRecords, project, type CustomDomain } from './record.ts';
 import type {
   CreateCustomDomainBody,
   CustomDomainTest,
   ListCustomDomainsQuery,
   UpdateCustomDomainBody,
+  VerifiedCustomDomain,
 } from './schema.ts';
 import type {
   ClaimedCheck,
@@ -36,6 +37,8 @@ export interface EmailDomain {
 export interface CustomDomainSettings extends VerificationSchedule {
   edgeDomain: string;
   maxPerTenant: number;
+  /** The name of the source issuing svc-managed domains' certificates (CUSTOM_DOMAIN_CERT_SOURCE), if any. */
+  certificateSource?: string;
 }
 
 /** What custom domains ask of tenants: canonical domains are not to be claimed, and caches to drop after a change. */
@@ -101,6 +104,7 @@ export function mergeMetadata(stored: string | null, update: Record<string, stri
 export class CustomDomainService {
   private readonly verification: DomainVerification;
   private readonly defaults: DefaultDomain;
+  private readonly records: CustomDomainRecords;
 
   constructor(
     private readonly store: CustomDomainStore,
@@ -109,8 +113,9 @@ export class CustomDomainService {
     private readonly settings: CustomDomainSettings,
     private readonly listeners: CustomDomainListeners,
   ) {
-    this.verification = new DomainVerification(store, dns, settings);
-    this.defaults = new DefaultDomain(store);
+    this.records = new CustomDomainRecords(store, settings.certificateSource);
+    this.verification = new DomainVerification(store, dns, settings, this.records);
+    this.defaults = new DefaultDomain(store, this.records);
   }
 
   /** CNAME target of an svc-managed domain: `<tenant>-cd-<id without cd_, lower-cased>.<edge domain>`. */
@@ -164,11 +169,13 @@ export class CustomDomainService {
       return row;
     });
     this.changed();
-    return present(row, undefined);
+    // Fresh: no check yet, so no certificate member and nothing to read for one.
+    return this.records.one(row, undefined);
   }
 
   async get(tenantId: string, id: string): Promise<CustomDomain> {
-    return present(await this.store.get(tenantId, id), await this.store.defaultId(tenantId));
+    const row = await this.store.get(tenantId, id);
+    return this.records.one(row, await this.store.defaultId(tenantId));
   }
 
   async list(
@@ -182,7 +189,8 @@ export class CustomDomainService {
     const rows = await this.store.list(tenantId, { domain, after, limit: paged ? take + 1 : undefined });
     const defaultId = await this.store.defaultId(tenantId);
     const page = paged ? rows.slice(0, take) : rows;
-    const items = page.map((r) => project(present(r, defaultId), query.fields, query.include_fields));
+    const records = await this.records.all(page, defaultId);
+    const items = records.map((r) => project(r, query.fields, query.include_fields));
     if (!paged) return items;
     const last = page[page.length - 1];
     return { custom_domains: items, ...(rows.length > take && last ? { next: encodeCursor(last.domain) } : {}) };
@@ -213,7 +221,7 @@ export class CustomDomainService {
         relying_party_identifier: changed.relying_party_identifier,
         domain_metadata: changed.domain_metadata,
       });
-      return present(changed, await this.defaults.apply(trx, current, input.is_default));
+      return this.records.one(changed, await this.defaults.apply(trx, current, input.is_default), { trx });
     });
     this.changed();
     return result;
@@ -236,7 +244,7 @@ export class CustomDomainService {
   }
 
   /** Checks the domain's DNS record now (see verification.ts). */
-  async verify(tenantId: string, id: string): Promise<CustomDomain> {
+  async verify(tenantId: string, id: string): Promise<VerifiedCustomDomain> {
     const { record, becameReady } = await this.verification.verify(tenantId, id);
     this.changed(becameReady);
     return record;
@@ -251,7 +259,7 @@ export class CustomDomainService {
    * Makes a pending domain ready as if its DNS record had been found: for seed files, whose domains
    * (`acme.localhost`) have no DNS to check. The same transaction and rules as verify otherwise.
    */
-  async verifyWithoutDns(tenantId: string, id: string): Promise<CustomDomain> {
+  async verifyWithoutDns(tenantId: string, id: string): Promise<VerifiedCustomDomain> {
     const { record, becameReady } = await this.verification.verify(tenantId, id, { ok: true });
     this.changed(becameReady);
     return record;

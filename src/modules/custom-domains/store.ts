@@ -33,6 +33,12 @@ export type StoredCertificate = Pick<
 >;
 export type CertificateValues = Omit<CustomDomainCertificatesTable, 'custom_domain_id'>;
 
+/** What a domain's record shows of its stored certificate: who issued it and when it is valid. */
+export type CertificateDates = Pick<
+  CustomDomainCertificatesTable,
+  'custom_domain_id' | 'source' | 'not_before' | 'not_after'
+>;
+
 /** A ready custom domain and the certificate stored for it, if any. */
 export interface ReadyDomain {
   id: string;
@@ -360,6 +366,19 @@ export class CustomDomainStore {
       .select(['source', 'certificate', 'fingerprint', 'not_before', 'not_after'])
       .where('custom_domain_id', '=', customDomainId)
       .executeTakeFirst();
+  }
+
+  /**
+   * The source and validity of the certificates stored for these domains (never a PEM or key), in one
+   * statement by primary key; none for no domains.
+   */
+  async certificateDates(customDomainIds: readonly string[], trx?: Tx): Promise<CertificateDates[]> {
+    if (customDomainIds.length === 0) return [];
+    return (trx ?? this.database.db)
+      .selectFrom('custom_domain_certificates')
+      .select(['custom_domain_id', 'source', 'not_before', 'not_after'])
+      .where('custom_domain_id', 'in', customDomainIds)
+      .execute();
   }
 
   /** Stores a domain's certificate, replacing any earlier one. */

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { customDomainError } from '../../http/errors.ts';
 import { hashSecret } from '../../secret-hash.ts';
 import type { Check, DnsCheck } from './dns-check.ts';
-import { present, type CustomDomain } from './record.ts';
-import type { CustomDomainTest } from './schema.ts';
+import { seconds, type CustomDomainRecords } from './record.ts';
+import type { CustomDomainTest, VerifiedCustomDomain } from './schema.ts';
 import {
   HostnameTaken,
   type CheckOutcome,
@@ -48,9 +48,6 @@ export const TAKEN: Verdict = {
   verification_status: 'failed',
   verification_error: 'The domain is already verified by another tenant.',
 };
-
-/** Nested timestamps of the original carry no milliseconds (`2026-03-12T09:23:36Z`). */
-const seconds = (iso: string) => iso.replace(/\.\d{3}Z$/, 'Z');
 
 /** `48 hours`, `10 minutes`, `5 seconds`: the window as the failure message states it. */
 export function describeWindow(ms: number): string {
@@ -145,7 +142,7 @@ export function afterVerify(
 
 /** What a verify call shows, and the hostname it made ready, if it did. */
 export interface Verified {
-  record: CustomDomain;
+  record: VerifiedCustomDomain;
   becameReady: string | undefined;
 }
 
@@ -155,6 +152,7 @@ export class DomainVerification {
     private readonly store: CustomDomainStore,
     private readonly dns: DnsCheck,
     private readonly schedule: VerificationSchedule,
+    private readonly records: CustomDomainRecords,
   ) {}
 
   /**
@@ -199,7 +197,7 @@ export class DomainVerification {
       }),
     );
     const { changed: updated, apiKey } = outcome ?? { changed: await this.store.get(tenantId, id) };
-    const record = present(updated, undefined, false);
+    const record = await this.records.one(updated, undefined, { withDefault: false });
     return {
       record: apiKey === undefined ? record : { ...record, cname_api_key: apiKey },
       becameReady: before.status !== 'ready' && updated.status === 'ready' ? updated.domain : undefined,

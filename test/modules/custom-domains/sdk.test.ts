@@ -79,12 +79,18 @@ for (const kind of databaseKinds()) {
       assert.equal(ready.status, 'ready');
       assert.equal(ready.verification?.status, 'verified');
       assert.equal(ready.cname_api_key, undefined);
+      // No certificate source on this server: the default certificate is served, so no certificate status.
+      assert.equal(managed.certificate, undefined, 'none before the first check');
+      assert.deepEqual(notYet.certificate, {});
+      assert.deepEqual(ready.certificate, {});
+      assert.deepEqual((await client.customDomains.get(managed.custom_domain_id)).certificate, {});
       // customDomains.test: the ready domain's record is in place.
       assert.deepEqual(await client.customDomains.test(managed.custom_domain_id), { success: true });
       dns.setTxt(proxied.verification.methods![0]!.domain!, proxied.verification.methods![0]!.record);
       const proxiedReady = await client.customDomains.verify(proxied.custom_domain_id);
       assert.equal(proxiedReady.status, 'ready');
       assert.match(proxiedReady.cname_api_key ?? '', /^[0-9a-f]{128}$/);
+      assert.equal('certificate' in proxiedReady, false, 'a self-managed domain has no certificate member');
       await assert.rejects(
         client.customDomains.verify(proxied.custom_domain_id),
         failsWith(400, {
