@@ -349,6 +349,14 @@ function percentile(values: number[], q: number): number {
 }
 
 const ms1 = (n: number) => (Number.isFinite(n) ? `${n.toFixed(1)} ms` : 'n/a');
+/** A table row of latencies: their count, p50, p99 and the longest. */
+const percentilesRow = (label: string, values: number[]) => [
+  label,
+  fmt.int(values.length),
+  ms1(percentile(values, 0.5)),
+  ms1(percentile(values, 0.99)),
+  ms1(Math.max(...values)),
+];
 
 // ---------------------------------------------------------------------------------------------
 // a. Throughput
@@ -657,20 +665,13 @@ export async function latency(): Promise<void> {
       } finally {
         await backend.close();
       }
-      const row = (name: string, values: number[]) => [
-        name,
-        fmt.int(values.length),
-        ms1(percentile(values, 0.5)),
-        ms1(percentile(values, 0.99)),
-        ms1(Math.max(...values)),
-      ];
       table(
         `delivery-latency — ${backend.name}, ${LATENCY_RATE} users/s for ${LATENCY_SECONDS} s, one stream`,
         ['measure', 'samples', 'p50', 'p99', 'max'],
         [
-          row('baseline: POST /api/v2/users sent → 201 received', figures.created),
-          row('POST sent → event received (end to end)', figures.endToEnd),
-          row('event time (in the commit) → event received', figures.afterCommit),
+          percentilesRow('baseline: POST /api/v2/users sent → 201 received', figures.created),
+          percentilesRow('POST sent → event received (end to end)', figures.endToEnd),
+          percentilesRow('event time (in the commit) → event received', figures.afterCommit),
         ],
       );
       const p99 = percentile(figures.endToEnd, 0.99);
@@ -786,17 +787,13 @@ export async function redelivery(): Promise<void> {
         ['round', 'variant', 'deliveries', 'answered', 'all queued'],
         rows,
       );
-      const probeRow = (label: string, values: number[]) => [
-        label,
-        fmt.int(values.length),
-        ms1(percentile(values, 0.5)),
-        ms1(percentile(values, 0.99)),
-        ms1(Math.max(...values)),
-      ];
       table(
         `another stream read every ${PROBE_EVERY_MS} ms — ${backend.name}`,
         ['probe', 'requests', 'p50', 'p99', 'max'],
-        [probeRow('baseline: nothing being queued', baseline), probeRow('while the redeliveries queue', times.probe)],
+        [
+          percentilesRow('baseline: nothing being queued', baseline),
+          percentilesRow('while the redeliveries queue', times.probe),
+        ],
       );
       process.stdout.write(
         `\n  ratio all queued/UPDATE (mean time): ${fmt.ratio(mean(times.queued) / mean(times.update))}; mean answer ${ms1(mean(times.answer))}, mean all queued ${ms1(mean(times.queued))}\n`,
@@ -1170,17 +1167,10 @@ export async function deletionStall(): Promise<void> {
     if (!(await gone())) throw new Error(`the removal did not end within ${REMOVAL_LIMIT_MS / 1000} s`);
     const left = await countBy(backend.database, 'deliveries');
     if (Object.keys(left).length > 0) throw new Error(`deliveries left: ${JSON.stringify(left)}`);
-    const row = (label: string, values: number[]) => [
-      label,
-      fmt.int(values.length),
-      ms1(percentile(values, 0.5)),
-      ms1(percentile(values, 0.99)),
-      ms1(Math.max(...values)),
-    ];
     table(
       `deletion — ${backend.name}, a stream of ${fmt.int(rows)} rows deleted while another is read every ${PROBE_EVERY_MS} ms`,
       ['probe', 'requests', 'p50', 'p99', 'max'],
-      [row('baseline: nothing being deleted', baseline), row('while the removal runs', during)],
+      [percentilesRow('baseline: nothing being deleted', baseline), percentilesRow('while the removal runs', during)],
     );
     const ratio = percentile(during, 0.99) / percentile(baseline, 0.99);
     process.stdout.write(
