@@ -38,7 +38,19 @@ type Unlisted = Exclude<keyof Schema, (typeof SNAPSHOT_TABLES)[number]>;
 const everyTableListed: [Unlisted] extends [never] ? true : Unlisted = true;
 void everyTableListed;
 
-/** Every row of every table, as read: what a restore writes back. */
+/**
+ * Rows without their leases: every column named `…claimed_until` (a worker's claim on the row, see
+ * db/claim-due.ts) set to null. The workers that held them at the copy hold nothing after a restore
+ * (they are paused while it runs), so a restored lease would only keep its row — a delivery in flight,
+ * a deletion or a redelivery under way — waiting until it ran out, up to DELIVERY_LEASE_MS or 30 s.
+ */
+function withoutLeases<Row extends object>(rows: Row[]): Row[] {
+  const leases = rows.length === 0 ? [] : Object.keys(rows[0]!).filter((column) => column.endsWith('claimed_until'));
+  if (leases.length === 0) return rows;
+  return rows.map((row) => ({ ...row, ...Object.fromEntries(leases.map((column) => [column, null])) }));
+}
+
+/** Every row of every table, as read (leases aside, see withoutLeases): what a restore writes back. */
 export type TableRows = { [T in keyof Schema]: ReadonlyArray<Selectable<Schema[T]>> };
 
 /**
@@ -49,7 +61,7 @@ export type TableRows = { [T in keyof Schema]: ReadonlyArray<Selectable<Schema[T
 export async function copyTables(database: Database): Promise<TableRows> {
   const read = async (trx: Tx) => {
     const rows: Partial<Record<keyof Schema, unknown>> = {};
-    for (const table of SNAPSHOT_TABLES) rows[table] = await trx.selectFrom(table).selectAll().execute();
+    for (const table of SNAPSHOT_TABLES) rows[table] = withoutLeases(await trx.selectFrom(table).selectAll().execute());
     return rows as TableRows;
   };
   if (database.dialect === 'postgres')

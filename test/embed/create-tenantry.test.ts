@@ -7,6 +7,7 @@ import { ManagementClient } from 'auth0';
 import { createTenantry, type Snapshot, type Tenantry } from '../../src/index.ts';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../helpers/databases.ts';
 import type { TableRows } from '../../src/snapshots/store.ts';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 /** A snapshot's rows: opaque to the package's users, read here to check what a reset put back. */
 const rowsOf = (snapshot: Snapshot) => (snapshot as unknown as { rows: TableRows }).rows;
@@ -145,6 +146,57 @@ describe('createTenantry: an embedded server in memory, driven by the official S
       assert.equal((await api(`/event-streams/${stream.id}`)).status, 404);
     } finally {
       await t.close();
+    }
+  });
+
+  it('restore() brings back a delivery that was in flight at the snapshot without its lease: it is sent again at once', async () => {
+    const receiver = await startWebhookReceiver();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let first = true;
+    receiver.beforeAnswer(async () => {
+      if (!first) return;
+      first = false;
+      await held;
+    });
+    // A lease far longer than the test waits: a restored lease would hold the delivery back that long.
+    const t = await createTenantry({
+      settings: { DELIVERY_ALLOW_HTTP: 'true', DELIVERY_LEASE_MS: '120000', DELIVERY_TIMEOUT_MS: '60000' },
+    });
+    try {
+      const headers = { authorization: `Bearer ${await t.token()}`, 'content-type': 'application/json' };
+      const api = (path: string, init: RequestInit = {}) => fetch(`${t.url}/api/v2${path}`, { headers, ...init });
+      const stream = await api('/event-streams', {
+        method: 'POST',
+        body: JSON.stringify({
+          name: 'in flight',
+          subscriptions: [{ event_type: 'user.created' }],
+          destination: {
+            type: 'webhook',
+            configuration: {
+              webhook_endpoint: receiver.url,
+              webhook_authorization: { method: 'bearer', token: 'hook-token' },
+            },
+          },
+        }),
+      });
+      assert.equal(stream.status, 201);
+      const created = await api('/users', { method: 'POST', body: JSON.stringify(newUser('in-flight@example.com')) });
+      assert.equal(created.status, 201);
+      await receiver.waitFor((requests) => requests.length === 1, 10_000);
+      // The send is held by the endpoint: the delivery is leased now, and the snapshot holds it without.
+      const saved = await t.snapshot();
+      const [delivery] = rowsOf(saved).deliveries;
+      assert.deepEqual([delivery?.status, delivery?.claimed_until], ['pending', null]);
+      release();
+      await receiver.waitFor(() => true, 1_000);
+      await t.restore(saved);
+      const again = await receiver.waitFor((requests) => requests.length === 2, 10_000);
+      assert.equal(again[1]!.json().id, again[0]!.json().id, 'the same event, sent again');
+    } finally {
+      release();
+      await t.close();
+      await receiver.close();
     }
   });
 
