@@ -173,6 +173,9 @@ describe('the console at /console', () => {
         args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
       });
       const page = await browser.newPage();
+      // Run through tsx (TEST_TSX=1), the functions handed to page.evaluate keep their names through
+      // esbuild's `__name(…)` calls, a helper of this file's module that the page does not have.
+      await page.evaluateOnNewDocument('globalThis.__name = (target) => target;');
       await page.setViewport({ width: 1200, height: 860 });
       const problems: string[] = [];
       page.on('console', (message) => {
