@@ -258,9 +258,15 @@ for (const kind of databaseKinds()) {
         await admin.query('LOCK TABLE users IN ACCESS EXCLUSIVE MODE');
         const pending = createUser('in-flight@example.com');
         await waitUntil(
-          async () =>
-            (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE ${OTHER_BACKENDS} AND wait_event_type = 'Lock'`))
-              .rowCount! > 0,
+          async () => {
+            // Inside the admin's transaction, pg_stat_activity is read once and kept until it ends: a
+            // first look taken before the request reached the lock would be seen again at every look.
+            await admin.query('SELECT pg_stat_clear_snapshot()');
+            const waiting = await admin.query(
+              `SELECT 1 FROM pg_stat_activity WHERE ${OTHER_BACKENDS} AND wait_event_type = 'Lock'`,
+            );
+            return waiting.rowCount! > 0;
+          },
           10_000,
           () => 'the request to wait on the lock',
         );
