@@ -33,11 +33,8 @@ export type StoredCertificate = Pick<
 >;
 export type CertificateValues = Omit<CustomDomainCertificatesTable, 'custom_domain_id'>;
 
-/** What a domain's record shows of its stored certificate: who issued it and when it is valid. */
-export type CertificateDates = Pick<
-  CustomDomainCertificatesTable,
-  'custom_domain_id' | 'source' | 'not_before' | 'not_after'
->;
+/** What a domain's record shows of its stored certificate: who issued it and until when it is valid. */
+export type CertificateDates = Pick<CustomDomainCertificatesTable, 'custom_domain_id' | 'source' | 'not_after'>;
 
 /** A ready custom domain and the certificate stored for it, if any. */
 export interface ReadyDomain {
@@ -376,7 +373,7 @@ export class CustomDomainStore {
     if (customDomainIds.length === 0) return [];
     return (trx ?? this.database.db)
       .selectFrom('custom_domain_certificates')
-      .select(['custom_domain_id', 'source', 'not_before', 'not_after'])
+      .select(['custom_domain_id', 'source', 'not_after'])
       .where('custom_domain_id', 'in', customDomainIds)
       .execute();
   }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Database, Tx } from '../../db/database.ts';
 import { now, transaction } from '../../db/database.ts';
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
@@ -60,6 +59,25 @@ const DEFAULT_TAKE = 50;
 const PAGE_EVENT_BYTES = 1024 * 1024;
 /** Past this many, a backlog's size is reported as this many: counting it costs a bounded read. */
 const PENDING_COUNT_CAP = 10_000;
+
+/**
+ * After a redelivery (or a chunk of one, from `before` to `after` queued in all) passed
+ * ANALYZE_AFTER_QUEUED, refreshes the planner's statistics of deliveries. Called once committed: the
+ * redelivery stands whatever the refresh does, so its failure is logged, not answered.
+ */
+export async function refreshStatisticsPast(
+  store: Pick<DeliveryStore, 'refreshStatistics'>,
+  logger: Pick<Logger, 'error'>,
+  before: number,
+  after: number,
+): Promise<void> {
+  if (before >= ANALYZE_AFTER_QUEUED || after < ANALYZE_AFTER_QUEUED) return;
+  await store
+    .refreshStatistics()
+    .catch((error: unknown) =>
+      logger.error({ err: error }, 'event delivery: refreshing statistics after a redelivery failed'),
+    );
+}
 
 /** Where a redelivery larger than one chunk goes on (redelivery/worker.ts). */
 export interface RedeliveryQueue {
@@ -193,31 +211,17 @@ export class Deliveries {
       )
         throw eventStreamErrors.redeliveriesUnderWay();
       await this.redeliveries.store.record(trx, {
-        id: randomUUID(),
-        stream_id: streamId,
-        tenant_id: tenantId,
-        event_types: which.eventTypes === undefined ? null : JSON.stringify(which.eventTypes),
-        time_from: which.timeFrom ?? null,
-        time_to: which.timeTo ?? null,
-        after_event_id: step.last,
-        until_event_id: through,
+        tenantId,
+        which,
+        after: step.last,
+        through,
         queued: step.queued,
-        status: 'pending',
-        next_attempt_at: at,
-        claimed_until: null,
-        created_at: at,
+        at,
       });
       return { queued: step.queued, recorded: true };
     });
     if (recorded) this.redeliveries.recorded();
-    if (queued >= ANALYZE_AFTER_QUEUED) {
-      // Committed: the redelivery stands whatever the refresh does, so its failure is logged, not answered.
-      await this.store
-        .refreshStatistics()
-        .catch((error: unknown) =>
-          this.logger.error({ err: error }, 'event delivery: refreshing statistics after a redelivery failed'),
-        );
-    }
+    await refreshStatisticsPast(this.store, this.logger, 0, queued);
   }
 
   async redeliverOne(tenantId: string, streamId: string, eventId: string): Promise<void> {

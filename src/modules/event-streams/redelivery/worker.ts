@@ -2,22 +2,13 @@ import { ChunkedJobWorker, LeaseLost, unlessLeaseLost, type ChunkOutcome } from 
 import { now, transaction, type Database } from '../../../db/database.ts';
 import type { Logger } from '../../../logger.ts';
 import type { QueuedListener } from '../outbox.ts';
-import { ANALYZE_AFTER_QUEUED, DeliveryStore, type FailedDeliveries } from '../store/deliveries.ts';
-import { RedeliveryStore, type ClaimedRedelivery, type RedeliveryCursor } from '../store/redeliveries.ts';
+import { refreshStatisticsPast } from '../deliveries.ts';
+import { DeliveryStore } from '../store/deliveries.ts';
+import { filterOf, RedeliveryStore, type ClaimedRedelivery, type RedeliveryCursor } from '../store/redeliveries.ts';
 
 export interface RedeliverySettings {
   /** Most failed deliveries one chunk (one transaction) walks: EVENT_STREAM_REDELIVERY_CHUNK_ROWS. */
   chunkRows: number;
-}
-
-/** The stream's failed deliveries a recorded redelivery takes: its request's filter. */
-export function filterOf(redelivery: Pick<ClaimedRedelivery, 'stream_id' | 'event_types' | 'time_from' | 'time_to'>) {
-  return {
-    streamId: redelivery.stream_id,
-    ...(redelivery.event_types === null ? {} : { eventTypes: JSON.parse(redelivery.event_types) as string[] }),
-    ...(redelivery.time_from === null ? {} : { timeFrom: redelivery.time_from }),
-    ...(redelivery.time_to === null ? {} : { timeTo: redelivery.time_to }),
-  } satisfies FailedDeliveries;
 }
 
 /**
@@ -90,14 +81,7 @@ export class RedeliveryWorker extends ChunkedJobWorker<ClaimedRedelivery, Redeli
         claimDue: (leaseMs, limit) => redeliveries.claimDue(leaseMs, limit),
         runChunk: async (redelivery, newLease, cursor) => {
           const outcome = await chunk(redelivery, newLease, cursor);
-          if (outcome && cursor.queued < ANALYZE_AFTER_QUEUED && outcome.cursor.queued >= ANALYZE_AFTER_QUEUED) {
-            // Committed: the chunk stands whatever the refresh does, so its failure is logged only.
-            await deliveries
-              .refreshStatistics()
-              .catch((error: unknown) =>
-                logger.error({ err: error }, 'event delivery: refreshing statistics after a redelivery failed'),
-              );
-          }
+          if (outcome) await refreshStatisticsPast(deliveries, logger, cursor.queued, outcome.cursor.queued);
           return outcome;
         },
         release: (redelivery, lease, at) => redeliveries.release(redelivery, lease, at),

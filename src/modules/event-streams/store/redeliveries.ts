@@ -1,7 +1,9 @@
-import type { Insertable, Selectable } from 'kysely';
+import { randomUUID } from 'node:crypto';
+import type { Selectable } from 'kysely';
 import { claimDueRows, type LeasedTable } from '../../../db/claim-due.ts';
 import type { Database, Tx } from '../../../db/database.ts';
 import type { EventStreamRedeliveriesTable } from '../../../db/schema.ts';
+import type { FailedDeliveries } from './deliveries.ts';
 
 export type RedeliveryRow = Selectable<EventStreamRedeliveriesTable>;
 
@@ -17,6 +19,18 @@ export const REDELIVERIES_UNDER_WAY_MAX = 10;
 export type ClaimedRedelivery = Omit<RedeliveryRow, 'status' | 'next_attempt_at' | 'claimed_until' | 'created_at'> & {
   lease: string;
 };
+
+/** The stream's failed deliveries a recorded redelivery takes: its request's filter, as record wrote it. */
+export function filterOf(
+  redelivery: Pick<ClaimedRedelivery, 'stream_id' | 'event_types' | 'time_from' | 'time_to'>,
+): FailedDeliveries {
+  return {
+    streamId: redelivery.stream_id,
+    ...(redelivery.event_types === null ? {} : { eventTypes: JSON.parse(redelivery.event_types) as string[] }),
+    ...(redelivery.time_from === null ? {} : { timeFrom: redelivery.time_from }),
+    ...(redelivery.time_to === null ? {} : { timeTo: redelivery.time_to }),
+  };
+}
 
 /** How far a redelivery's walk has got: past this event id, with this many deliveries queued again. */
 export interface RedeliveryCursor {
@@ -63,9 +77,40 @@ export class RedeliveryStore {
     return rows.length;
   }
 
-  /** Records a redelivery whose first chunk the caller's transaction queued; due at once. */
-  async record(trx: Tx, row: Insertable<EventStreamRedeliveriesTable>): Promise<void> {
-    await trx.insertInto('event_stream_redeliveries').values(row).execute();
+  /**
+   * Records a redelivery of the failed deliveries `which` takes, whose first chunk the caller's
+   * transaction queued (`queued` of them, up to the event `after`); its walk ends at `through`. Due at once.
+   */
+  async record(
+    trx: Tx,
+    redelivery: {
+      tenantId: string;
+      which: FailedDeliveries;
+      after: string;
+      through: string;
+      queued: number;
+      at: string;
+    },
+  ): Promise<void> {
+    const { which, at } = redelivery;
+    await trx
+      .insertInto('event_stream_redeliveries')
+      .values({
+        id: randomUUID(),
+        stream_id: which.streamId,
+        tenant_id: redelivery.tenantId,
+        event_types: which.eventTypes === undefined ? null : JSON.stringify(which.eventTypes),
+        time_from: which.timeFrom ?? null,
+        time_to: which.timeTo ?? null,
+        after_event_id: redelivery.after,
+        until_event_id: redelivery.through,
+        queued: redelivery.queued,
+        status: 'pending',
+        next_attempt_at: at,
+        claimed_until: null,
+        created_at: at,
+      })
+      .execute();
   }
 
   /** Claims redeliveries due now, under a lease: new ones, those retried after a failure, those whose node stopped. */
