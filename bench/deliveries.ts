@@ -14,7 +14,8 @@
  *                       queued in the background, with another stream read every 50 ms meanwhile.
  *                       Baseline: one UPDATE of the same rows back to failed; the probe before.
  *                       BENCH_REDELIVER sets the number, BENCH_REDELIVER_DATABASES (sqlite,postgres)
- *                       the databases.
+ *                       the databases, BENCH_REDELIVER_LANES the node's EVENT_STREAM_REDELIVERY_LANES
+ *                       (its default for the database unless set).
  *  (also claim-growth, stats-growth and deletion-stall, described at their functions below)
  *
  * PostgreSQL parts run on a fresh database on BENCH_DATABASE_URL's server (default
@@ -62,6 +63,7 @@ const REDELIVER = Number(process.env.BENCH_REDELIVER ?? 100_000);
 const REDELIVER_DATABASES = (process.env.BENCH_REDELIVER_DATABASES ?? 'sqlite,postgres').split(',') as Array<
   'sqlite' | 'postgres'
 >;
+const REDELIVER_LANES = process.env.BENCH_REDELIVER_LANES;
 const ADMIN_DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** A node's deliveries in flight (DELIVERY_CONCURRENCY's default), and so the baseline's connections. */
 const CONCURRENCY = 32;
@@ -695,11 +697,17 @@ export async function latency(): Promise<void> {
 export async function redelivery(): Promise<void> {
   for (const kind of REDELIVER_DATABASES) {
     // No worker: the figure is the queuing alone, and nothing is sent.
-    const backend = await startBackend(kind, 1, { DELIVERY_WORKER: 'false' });
+    const backend = await startBackend(kind, 1, {
+      DELIVERY_WORKER: 'false',
+      ...(REDELIVER_LANES === undefined ? {} : { EVENT_STREAM_REDELIVERY_LANES: REDELIVER_LANES }),
+    });
     if (!backend) continue;
     try {
       const node = backend.nodes[0]!;
       const [streamId, other] = await createStreams(node, 9, 2);
+      process.stdout.write(
+        `    ${backend.name}: the rest in ${REDELIVER_LANES ?? (kind === 'postgres' ? '2' : '1')} lane(s) (EVENT_STREAM_REDELIVERY_LANES)\n`,
+      );
       const fixtureStart = wallClock();
       await insertOutbox(backend.database, [streamId!], REDELIVER, 'failed');
       process.stdout.write(

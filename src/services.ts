@@ -202,7 +202,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const redeliveryWorker = background
     ? new RedeliveryWorker(
         database,
-        { chunkRows: config.eventStreamRedeliveryChunkRows },
+        { chunkRows: config.eventStreamRedeliveryChunkRows, lanes: config.eventStreamRedeliveryLanes },
         (trx) => deliveryWakeup.queued(trx),
         logger,
       )
@@ -214,6 +214,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     queued: (trx) => deliveryWakeup.queued(trx),
     deleted: () => streamDeletionWorker?.wake(),
     redeliveryChunkRows: config.eventStreamRedeliveryChunkRows,
+    redeliveryLanes: config.eventStreamRedeliveryLanes,
     redeliveryRecorded: () => redeliveryWorker?.wake(),
     logger,
   });

@@ -9,12 +9,10 @@ const POLL_MS = 2_000;
 const LEASE_MS = 30_000;
 /** The wait before a job whose chunk failed is tried again. */
 const RETRY_MS = 5_000;
-/** Jobs of one kind a node runs at a time: each keeps the database busy; more at once would not go faster. */
-const CONCURRENCY = 1;
 /**
  * How long a node runs one job before handing it back, due at once, so that jobs due before it (other
  * tenants', queued meanwhile) are claimed first: a job of a million rows takes seconds, and jobs of one
- * kind run one at a time.
+ * kind run a few at a time (ChunkedJobKind.concurrency).
  */
 const TURN_MS = 1_000;
 
@@ -47,6 +45,11 @@ export async function unlessLeaseLost<T>(chunk: Promise<T>): Promise<T | undefin
 export interface ChunkedJobKind<Job extends LeasedJob, Cursor> {
   /** How the logs name a job of this kind: 'event stream deletion'. */
   name: string;
+  /**
+   * Jobs of this kind a node runs at a time; 1 unless given. Each keeps the database busy: more at once
+   * go faster only where the database works on them side by side (PostgreSQL, not SQLite's one writer).
+   */
+  concurrency?: number;
   /** The log line of a job completed: 'event stream deleted'. */
   finished: string;
   /** The fields every log line of a job carries (its ids). */
@@ -113,7 +116,7 @@ export class ChunkedJobWorker<Job extends LeasedJob, Cursor> {
   }
 
   private async claimAndRun(): Promise<void> {
-    const free = CONCURRENCY - this.loop.inFlight;
+    const free = (this.kind.concurrency ?? 1) - this.loop.inFlight;
     if (free <= 0 || this.loop.stopped) return;
     for (const job of await this.kind.claimDue(LEASE_MS, free)) {
       this.loop.track(this.run(job), () => this.loop.wake());

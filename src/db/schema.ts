@@ -192,8 +192,16 @@ export interface EventStreamRedeliveriesTable {
   time_to: string | null;
   /** The last event id walked: the next chunk starts after it. */
   after_event_id: string;
-  /** The last of the stream's failed deliveries when the redelivery was asked for: the walk ends there. */
+  /**
+   * Where this row's walk ends: the last of the stream's failed deliveries when the redelivery was asked
+   * for, or where the next lane begins.
+   */
   until_event_id: string;
+  /**
+   * The request's redelivery, shared by its lanes (migration 024); null in a row recorded before lanes,
+   * a redelivery of its own.
+   */
+  redelivery_id: string | null;
   /** Deliveries queued again so far. */
   queued: number;
   /** Always 'pending': the row goes when its walk ends. */

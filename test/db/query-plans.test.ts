@@ -104,6 +104,7 @@ const deliveries = (database: Database, chunkRows = 2000) =>
   new Deliveries(database, new StreamStore(database), new DeliveryStore(database), async () => undefined, {
     store: new RedeliveryStore(database),
     chunkRows,
+    lanes: 1,
     recorded: () => undefined,
   });
 

@@ -22,6 +22,7 @@ import * as textComparedBytewise from './020_text_compared_bytewise.ts';
 import * as deliveryCounts from './021_delivery_counts.ts';
 import * as eventStreamDeletion from './022_event_stream_deletion.ts';
 import * as eventStreamRedeliveries from './023_event_stream_redeliveries.ts';
+import * as eventStreamRedeliveryLanes from './024_event_stream_redelivery_lanes.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '021_delivery_counts': deliveryCounts,
   '022_event_stream_deletion': eventStreamDeletion,
   '023_event_stream_redeliveries': eventStreamRedeliveries,
+  '024_event_stream_redelivery_lanes': eventStreamRedeliveryLanes,
 };

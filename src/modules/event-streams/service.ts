@@ -28,6 +28,8 @@ export interface EventStreamOptions {
   deleted?: () => void;
   /** Most failed deliveries one step of a redelivery walks (EVENT_STREAM_REDELIVERY_CHUNK_ROWS). */
   redeliveryChunkRows: number;
+  /** Lanes a large redelivery's background walk is split into (EVENT_STREAM_REDELIVERY_LANES); 1 unless given. */
+  redeliveryLanes?: number;
   /** Told of each redelivery larger than one chunk, so that its rest is queued at once (redelivery/worker.ts). */
   redeliveryRecorded?: () => void;
 }
@@ -74,6 +76,7 @@ export class EventStreamService {
       {
         store: new RedeliveryStore(database),
         chunkRows: options.redeliveryChunkRows,
+        lanes: options.redeliveryLanes ?? 1,
         recorded: options.redeliveryRecorded ?? (() => undefined),
       },
       options.logger,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '../../../src/db/database.ts';
-import { newId } from '../../../src/ids.ts';
+import { eventIdCuts, newId } from '../../../src/ids.ts';
 import { redeliveryChunk } from '../../../src/modules/event-streams/redelivery/worker.ts';
 import { REDELIVERIES_UNDER_WAY_MAX, RedeliveryStore } from '../../../src/modules/event-streams/store/redeliveries.ts';
 import { eachDatabase } from '../../helpers/databases.ts';
@@ -86,6 +86,8 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
             DELIVERY_WORKER: 'false',
             DELIVERY_ALLOW_HTTP: 'true',
             EVENT_STREAM_REDELIVERY_CHUNK_ROWS: String(CHUNK_ROWS),
+            // One lane: the walks below are one row each (lanes are tested after).
+            EVENT_STREAM_REDELIVERY_LANES: '1',
           },
           { logStream: logs.stream },
         );
@@ -373,6 +375,210 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
         } finally {
           worker().resume();
         }
+      });
+    });
+  }),
+);
+
+const LANES = 3;
+
+describe('a redelivery walked in lanes', { concurrency: true }, () =>
+  eachDatabase((kind) => {
+    describe(`POST …/redeliver, its rest in ${LANES} lanes (${kind})`, () => {
+      let server: TestServer;
+      const logs = logLines();
+
+      before(async () => {
+        server = await startTestServer(
+          kind,
+          {
+            LOG_LEVEL: 'info',
+            DELIVERY_WORKER: 'false',
+            DELIVERY_ALLOW_HTTP: 'true',
+            EVENT_STREAM_REDELIVERY_CHUNK_ROWS: '2',
+            EVENT_STREAM_REDELIVERY_LANES: String(LANES),
+          },
+          { logStream: logs.stream },
+        );
+      });
+      after(() => server.close());
+
+      const worker = () => server.services.redeliveryWorker!;
+      const database = () => server.services.database;
+      const createStream = async (name: string) => {
+        const created = await server.request({
+          method: 'POST',
+          url: '/api/v2/event-streams',
+          payload: {
+            name,
+            subscriptions: [{ event_type: 'user.created' }],
+            destination: {
+              type: 'webhook',
+              configuration: {
+                webhook_endpoint: 'http://127.0.0.1:9/hook',
+                webhook_authorization: { method: 'bearer', token: 'lanes-token' },
+              },
+            },
+          },
+        });
+        assert.equal(created.statusCode, 201, created.body);
+        return created.json().id as string;
+      };
+      const redeliver = (streamId: string, payload: object) =>
+        server.request({ method: 'POST', url: `/api/v2/event-streams/${streamId}/redeliver`, payload });
+      const lanesOf = async (streamId: string) =>
+        (await recordedOf(database(), streamId)).sort((a, b) => (a.after_event_id < b.after_event_id ? -1 : 1));
+      const allDone = (streamId: string) =>
+        eventually(`the lanes of ${streamId} done`, async () =>
+          (await recordedOf(database(), streamId)).length === 0 ? true : undefined,
+        );
+
+      it('splits the rest into lanes, each an event id range, that together queue each match once', async () => {
+        await worker().pause();
+        const streamId = await createStream('lanes');
+        // Twenty failed deliveries, types alternating; the filter takes user.updated: the 2nd, 4th, … 20th.
+        const ids = await fillFailed(
+          database(),
+          server.tenant.id,
+          streamId,
+          Array.from({ length: 20 }, (_, i) => ({ type: i % 2 ? 'user.updated' : 'user.created', time: minute(i) })),
+        );
+        const response = await redeliver(streamId, { event_types: ['user.updated'] });
+        assert.equal(response.statusCode, 202, response.body);
+
+        // The request walked the first two (queued the 2nd); the rest, after ids[1] up to ids[19], is cut
+        // into three ranges, one row each, which share the first's id as their redelivery's.
+        const lanes = await lanesOf(streamId);
+        const cuts = eventIdCuts(ids[1]!, ids[19]!, LANES);
+        assert.equal(cuts.length, LANES - 1);
+        assert.deepEqual(
+          lanes.map((l) => [l.after_event_id, l.until_event_id, l.queued, l.redelivery_id, l.event_types]),
+          [ids[1]!, ...cuts].map((afterId, i) => [
+            afterId,
+            [...cuts, ids[19]][i],
+            i === 0 ? 1 : 0,
+            lanes[0]!.id,
+            '["user.updated"]',
+          ]),
+        );
+        assert.ok(
+          cuts.every((cut) => cut > ids[1]! && cut < ids[19]!),
+          'every cut lies inside the walk',
+        );
+
+        worker().resume();
+        await allDone(streamId);
+        const expected = ids.map((_, i) => (i % 2 ? 'pending' : 'failed'));
+        assert.deepEqual(await statusesOf(database(), streamId, ids), expected);
+        // Each lane logs its own end, under the redelivery's id; the lanes' rows add up to the rest.
+        const ends = logs.lines.filter(
+          (l) => l.msg === 'event stream redelivery queued' && l.event_stream_id === streamId,
+        );
+        assert.equal(ends.length, LANES);
+        assert.ok(ends.every((l) => l.redelivery_id === lanes[0]!.id));
+        assert.deepEqual(
+          ends.map((l) => l.lane_id ?? l.redelivery_id).sort(),
+          lanes.map((l) => l.id).sort(),
+          'each lane named once',
+        );
+        const lines = logs.lines.filter(
+          (l) =>
+            l.event_stream_id === streamId &&
+            (l.msg === 'event stream redelivery queued' || l.msg === 'event stream redelivery hands its turn on'),
+        );
+        assert.equal(
+          lines.reduce((sum, l) => sum + Number(l.rows), 0),
+          9,
+          'the nine matches after the first',
+        );
+        // Each queued one has a single retrying attempt: no lane queued it twice.
+        const attempts = await server.request({ url: `/api/v2/event-streams/${streamId}/attempts?take=50` });
+        assert.equal(attempts.statusCode, 200, attempts.body);
+        assert.deepEqual(
+          (attempts.json().attempts as Array<{ status: string; event_id: string; seq: number }>)
+            .map((a) => [a.status, a.event_id, a.seq])
+            .sort(),
+          ids
+            .filter((_, i) => i % 2)
+            .map((id) => ['retrying', id, 5])
+            .sort(),
+        );
+      });
+
+      it('a redelivery a node recorded before lanes (no redelivery_id) counts once and is queued under its own id', async () => {
+        await worker().pause();
+        const streamId = await createStream('recorded before lanes');
+        const ids = await fillFailed(
+          database(),
+          server.tenant.id,
+          streamId,
+          Array.from({ length: 6 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
+        );
+        const at = new Date().toISOString();
+        const oldId = 'recorded-before-024';
+        try {
+          await database()
+            .db.insertInto('event_stream_redeliveries')
+            .values({
+              id: oldId,
+              redelivery_id: null,
+              stream_id: streamId,
+              tenant_id: server.tenant.id,
+              event_types: null,
+              time_from: null,
+              time_to: null,
+              after_event_id: ids[0]!,
+              until_event_id: ids[5]!,
+              queued: 0,
+              status: 'pending',
+              next_attempt_at: at,
+              claimed_until: null,
+              created_at: at,
+            })
+            .execute();
+          // Nine more, each in lanes: the old row counts as the tenth.
+          for (let i = 0; i < REDELIVERIES_UNDER_WAY_MAX - 1; i++) {
+            const response = await redeliver(streamId, { event_types: ['user.deleted'] });
+            assert.equal(response.statusCode, 202, response.body);
+          }
+          const refused = await redeliver(streamId, { event_types: ['user.deleted'] });
+          assert.equal(refused.statusCode, 409, refused.body);
+        } finally {
+          worker().resume();
+        }
+        await allDone(streamId);
+        assert.deepEqual(await statusesOf(database(), streamId, ids), ['failed', ...Array(5).fill('pending')]);
+        const end = logs.lines.find((l) => l.msg === 'event stream redelivery queued' && l.redelivery_id === oldId);
+        assert.ok(end && end.lane_id === undefined, 'logged under its own id');
+      });
+
+      it('counts a redelivery once however many lanes it has: the 11th under way is refused', async () => {
+        await worker().pause();
+        const streamId = await createStream('lanes flooded');
+        try {
+          const ids = await fillFailed(
+            database(),
+            server.tenant.id,
+            streamId,
+            Array.from({ length: 9 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
+          );
+          const nothing = { event_types: ['user.deleted'] };
+          for (let i = 0; i < REDELIVERIES_UNDER_WAY_MAX; i++) {
+            const response = await redeliver(streamId, nothing);
+            assert.equal(response.statusCode, 202, response.body);
+          }
+          const lanes = await recordedOf(database(), streamId);
+          assert.equal(lanes.length, REDELIVERIES_UNDER_WAY_MAX * LANES);
+          assert.equal(new Set(lanes.map((l) => l.redelivery_id)).size, REDELIVERIES_UNDER_WAY_MAX);
+
+          const refused = await redeliver(streamId, {});
+          assert.equal(refused.statusCode, 409, refused.body);
+          assert.equal((await recordedOf(database(), streamId)).length, REDELIVERIES_UNDER_WAY_MAX * LANES);
+          assert.deepEqual(await statusesOf(database(), streamId, ids), Array(9).fill('failed'));
+        } finally {
+          worker().resume();
+        }
+        await allDone(streamId);
       });
     });
   }),

@@ -113,6 +113,7 @@ const deliveriesOf = (database: Database) =>
   new Deliveries(database, new StreamStore(database), new DeliveryStore(database), async () => undefined, {
     store: new RedeliveryStore(database),
     chunkRows: 2000,
+    lanes: 1,
     recorded: () => undefined,
   });
 

@@ -18,6 +18,8 @@ function memoryJobs(chunkMs: number) {
   const jobs = new Map<string, { due: number; leased: string | null; chunksLeft: number }>();
   const finishedOrder: string[] = [];
   let leases = 0;
+  let running = 0;
+  let mostAtOnce = 0;
   const kind: ChunkedJobKind<Job, number> = {
     name: 'test job',
     finished: 'test job done',
@@ -36,7 +38,9 @@ function memoryJobs(chunkMs: number) {
     async runChunk(job, newLease, cursor) {
       const held = jobs.get(job.id);
       if (held?.leased !== job.lease) return undefined;
+      mostAtOnce = Math.max(mostAtOnce, ++running);
       await sleep(chunkMs);
+      running--;
       held.chunksLeft--;
       if (held.chunksLeft === 0) {
         jobs.delete(job.id);
@@ -54,7 +58,7 @@ function memoryJobs(chunkMs: number) {
     },
   };
   const queue = (id: string, chunks: number) => jobs.set(id, { due: Date.now(), leased: null, chunksLeft: chunks });
-  return { kind, queue, finishedOrder, left: () => jobs.size };
+  return { kind, queue, finishedOrder, left: () => jobs.size, mostAtOnce: () => mostAtOnce };
 }
 
 describe('jobs done in chunks', () => {
@@ -83,4 +87,21 @@ describe('jobs done in chunks', () => {
       await worker.stop();
     }
   });
+
+  for (const concurrency of [1, 2, 3]) {
+    it(`runs ${concurrency} job${concurrency > 1 ? 's' : ''} of a kind at a time when its kind says so`, async () => {
+      const memory = memoryJobs(5);
+      const kind = concurrency === 1 ? memory.kind : { ...memory.kind, concurrency };
+      const worker = new ChunkedJobWorker(kind, createLogger({ logLevel: 'silent' }), 1_000);
+      for (const id of ['a', 'b', 'c', 'd']) memory.queue(id, 4);
+      worker.start();
+      try {
+        for (let i = 0; i < 500 && memory.left() > 0; i++) await sleep(10);
+        assert.equal(memory.left(), 0, 'every job ended');
+        assert.equal(memory.mostAtOnce(), concurrency);
+      } finally {
+        await worker.stop();
+      }
+    });
+  }
 });

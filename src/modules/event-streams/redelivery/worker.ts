@@ -9,6 +9,8 @@ import { filterOf, RedeliveryStore, type ClaimedRedelivery, type RedeliveryCurso
 export interface RedeliverySettings {
   /** Most failed deliveries one chunk (one transaction) walks: EVENT_STREAM_REDELIVERY_CHUNK_ROWS. */
   chunkRows: number;
+  /** Lanes a redelivery's walk is split into, and that a node works on at once: EVENT_STREAM_REDELIVERY_LANES. */
+  lanes: number;
 }
 
 /**
@@ -19,7 +21,7 @@ export interface RedeliverySettings {
  */
 export function redeliveryChunk(
   database: Database,
-  settings: RedeliverySettings,
+  settings: Pick<RedeliverySettings, 'chunkRows'>,
   queued: QueuedListener,
 ): (
   redelivery: ClaimedRedelivery,
@@ -59,8 +61,9 @@ export function redeliveryChunk(
 
 /**
  * Queues the rest of large redeliveries in the background, on every node (see ChunkedJobWorker): the
- * request queued the first chunk and recorded the redelivery (Deliveries.redeliver); each chunk here is
- * one redeliveryChunk. The walk ends at the last delivery that was failed when the redelivery was asked
+ * request queued the first chunk and recorded the redelivery (Deliveries.redeliver), in lanes when
+ * EVENT_STREAM_REDELIVERY_LANES > 1, of which a node works on that many at once; each chunk here is
+ * one redeliveryChunk of one lane. The walk ends at the last delivery that was failed when the redelivery was asked
  * for: a delivery queued by it and failed again is behind the walk, and is not queued twice.
  */
 export class RedeliveryWorker extends ChunkedJobWorker<ClaimedRedelivery, RedeliveryCursor> {
@@ -72,10 +75,14 @@ export class RedeliveryWorker extends ChunkedJobWorker<ClaimedRedelivery, Redeli
       {
         name: 'event stream redelivery',
         finished: 'event stream redelivery queued',
+        concurrency: settings.lanes,
         logFields: (redelivery) => ({
           event_stream_id: redelivery.stream_id,
           tenant_id: redelivery.tenant_id,
-          redelivery_id: redelivery.id,
+          redelivery_id: redelivery.redelivery_id ?? redelivery.id,
+          ...(redelivery.redelivery_id === null || redelivery.redelivery_id === redelivery.id
+            ? {}
+            : { lane_id: redelivery.id }),
         }),
         cursorOf: (redelivery) => ({ after: redelivery.after_event_id, queued: redelivery.queued }),
         claimDue: (leaseMs, limit) => redeliveries.claimDue(leaseMs, limit),

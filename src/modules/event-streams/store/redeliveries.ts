@@ -9,9 +9,10 @@ export type RedeliveryRow = Selectable<EventStreamRedeliveriesTable>;
 
 /**
  * Redeliveries one stream may have under way at once. Each costs its request one chunk and leaves a walk
- * of the stream's failed deliveries to the background, where one node runs one redelivery at a time: a
+ * of the stream's failed deliveries to the background, where one node runs a lane or two at a time: a
  * request whose filter takes none of them (an event type the stream has not failed) leaves them all
  * failed, so unbounded, each request left more background work, and everyone's redeliveries waited for it.
+ * A redelivery counts once however many lanes it was split into.
  */
 export const REDELIVERIES_UNDER_WAY_MAX = 10;
 
@@ -43,6 +44,7 @@ const DUE_REDELIVERIES: LeasedTable<ClaimedRedelivery> = {
   key: 'id',
   returning: [
     'id',
+    'redelivery_id',
     'stream_id',
     'tenant_id',
     'event_types',
@@ -70,7 +72,8 @@ export class RedeliveryStore {
   async underWay(trx: Tx, streamId: string, limit: number): Promise<number> {
     const rows = await trx
       .selectFrom('event_stream_redeliveries')
-      .select('id')
+      .select((eb) => eb.fn.coalesce('redelivery_id', 'id').as('redelivery'))
+      .distinct()
       .where('stream_id', '=', streamId)
       .limit(limit)
       .execute();
@@ -79,7 +82,9 @@ export class RedeliveryStore {
 
   /**
    * Records a redelivery of the failed deliveries `which` takes, whose first chunk the caller's
-   * transaction queued (`queued` of them, up to the event `after`); its walk ends at `through`. Due at once.
+   * transaction queued (`queued` of them, up to the event `after`); its walk ends at `through`, split
+   * into lanes at `cuts` (event ids in order between the two): a row each, due at once, walked side by
+   * side. The first lane carries the request's count.
    */
   async record(
     trx: Tx,
@@ -88,28 +93,34 @@ export class RedeliveryStore {
       which: FailedDeliveries;
       after: string;
       through: string;
+      cuts: readonly string[];
       queued: number;
       at: string;
     },
   ): Promise<void> {
     const { which, at } = redelivery;
+    const redeliveryId = randomUUID();
+    const bounds = [redelivery.after, ...redelivery.cuts, redelivery.through];
     await trx
       .insertInto('event_stream_redeliveries')
-      .values({
-        id: randomUUID(),
-        stream_id: which.streamId,
-        tenant_id: redelivery.tenantId,
-        event_types: which.eventTypes === undefined ? null : JSON.stringify(which.eventTypes),
-        time_from: which.timeFrom ?? null,
-        time_to: which.timeTo ?? null,
-        after_event_id: redelivery.after,
-        until_event_id: redelivery.through,
-        queued: redelivery.queued,
-        status: 'pending',
-        next_attempt_at: at,
-        claimed_until: null,
-        created_at: at,
-      })
+      .values(
+        bounds.slice(1).map((until, lane) => ({
+          id: lane === 0 ? redeliveryId : randomUUID(),
+          redelivery_id: redeliveryId,
+          stream_id: which.streamId,
+          tenant_id: redelivery.tenantId,
+          event_types: which.eventTypes === undefined ? null : JSON.stringify(which.eventTypes),
+          time_from: which.timeFrom ?? null,
+          time_to: which.timeTo ?? null,
+          after_event_id: bounds[lane]!,
+          until_event_id: until,
+          queued: lane === 0 ? redelivery.queued : 0,
+          status: 'pending' as const,
+          next_attempt_at: at,
+          claimed_until: null,
+          created_at: at,
+        })),
+      )
       .execute();
   }
 
