@@ -103,7 +103,7 @@ export interface Config {
   eventStreamDeletionChunkRows: number;
   /** Most failed deliveries one step of a redelivery walks (the request's, then each background chunk's): 2,000 on SQLite, 10,000 on PostgreSQL unless set. */
   eventStreamRedeliveryChunkRows: number;
-  /** Lanes (event id ranges) a redelivery's background walk is split into, and that a node works on at once: 2 on PostgreSQL, 1 on SQLite unless set; at most 8. */
+  /** Lanes (event id ranges) a redelivery's background walk is split into, and that a node works on at once: 2 on PostgreSQL, 1 on SQLite unless set; at most 4. */
   eventStreamRedeliveryLanes: number;
   /** How long after creation a pending custom domain is re-checked in the background before it is failed. */
   customDomainVerifyWindowSeconds: number;
@@ -401,7 +401,8 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     // PostgreSQL updates two lanes' chunks side by side (see migration 024); SQLite has one writer, so
     // lanes there would only take turns.
-    eventStreamRedeliveryLanes: integer(env, 'EVENT_STREAM_REDELIVERY_LANES', databaseUrl === undefined ? 1 : 2, 1, 8),
+    // At most 4: each lane at work holds one of a node's 10 PostgreSQL connections.
+    eventStreamRedeliveryLanes: integer(env, 'EVENT_STREAM_REDELIVERY_LANES', databaseUrl === undefined ? 1 : 2, 1, 4),
     customDomainVerifyWindowSeconds: integer(env, 'CUSTOM_DOMAIN_VERIFY_WINDOW_S', 48 * 3600, 1),
     customDomainRecheckInitialMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_INITIAL_MS', 60_000, 1),
     customDomainRecheckMaxMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_MAX_MS', 3_600_000, 1),

@@ -68,11 +68,11 @@ describe('configuration', () => {
     assert.equal(loadConfig({ EVENT_STREAM_REDELIVERY_CHUNK_ROWS: '1' }).eventStreamRedeliveryChunkRows, 1);
     assert.equal(loadConfig({}).eventStreamRedeliveryLanes, 1);
     assert.equal(loadConfig({ DATABASE_URL: 'postgres://db.test/x' }).eventStreamRedeliveryLanes, 2);
-    assert.equal(loadConfig({ EVENT_STREAM_REDELIVERY_LANES: '8' }).eventStreamRedeliveryLanes, 8);
-    for (const bad of ['0', '9', '1.5', 'two'])
+    assert.equal(loadConfig({ EVENT_STREAM_REDELIVERY_LANES: '4' }).eventStreamRedeliveryLanes, 4);
+    for (const bad of ['0', '5', '1.5', 'two'])
       assert.throws(
         () => loadConfig({ EVENT_STREAM_REDELIVERY_LANES: bad }),
-        /EVENT_STREAM_REDELIVERY_LANES must be an integer >= 1 and <= 8/,
+        /EVENT_STREAM_REDELIVERY_LANES must be an integer >= 1 and <= 4/,
       );
     for (const bad of ['0', '1e3', '100001'])
       assert.throws(

@@ -505,6 +505,79 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
         );
       });
 
+      it('lanes meet at their cuts: a delivery at a cut, or next to one, is walked by one lane alone', async () => {
+        await worker().pause();
+        const streamId = await createStream('lane bounds');
+        // Event ids as numbers (their base-58 digits), to place deliveries at the cuts and beside them.
+        const DIGITS = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+        const valueOf = (id: string) => [...id.slice(4)].reduce((n, c) => n * 58n + BigInt(DIGITS.indexOf(c)), 0n);
+        const idOf = (value: bigint) => {
+          let digits = '';
+          for (let i = 0; i < 22; i++, value /= 58n) digits = DIGITS[Number(value % 58n)] + digits;
+          return `evt_${digits}`;
+        };
+        const base = valueOf(newId.event());
+        const [first, after, through] = [idOf(base), idOf(base + 1_000n), idOf(base + 1_000_000n)];
+        const cuts = eventIdCuts(after, through, LANES);
+        assert.equal(cuts.length, 2);
+        const near = cuts.flatMap((cut) => [-1n, 0n, 1n].map((d) => idOf(valueOf(cut) + d)));
+        const ids = [first, after, ...near, through];
+        await fillFailed(
+          database(),
+          server.tenant.id,
+          streamId,
+          ids.map((_, i) => ({ type: 'user.created', time: minute(i) })),
+          ids,
+        );
+        try {
+          const response = await redeliver(streamId, {});
+          assert.equal(response.statusCode, 202, response.body);
+          const lanes = await lanesOf(streamId);
+          assert.deepEqual(
+            lanes.map((l) => [l.after_event_id, l.until_event_id]),
+            [
+              [after, cuts[0]],
+              [cuts[0], cuts[1]],
+              [cuts[1], through],
+            ],
+          );
+          // Each lane walked alone, the last first, every delivery set back to failed before each: a lane
+          // queues those of its range and no other, whatever the others did.
+          const store = new RedeliveryStore(database());
+          const chunk = redeliveryChunk(database(), { chunkRows: 2 }, async () => undefined);
+          const claimed = (await store.claimDue(60_000, 10)).filter((r) => r.stream_id === streamId);
+          assert.equal(claimed.length, LANES);
+          const later = new Date(Date.now() + 60_000).toISOString();
+          const pendingBy: string[][] = [];
+          for (const lane of [...claimed].sort((a, b) => (a.after_event_id < b.after_event_id ? 1 : -1))) {
+            await database()
+              .db.updateTable('deliveries')
+              .set({ status: 'failed' })
+              .where('stream_id', '=', streamId)
+              .execute();
+            let run = lane;
+            let cursor = { after: lane.after_event_id, queued: lane.queued };
+            for (let i = 0; i < 10; i++) {
+              const outcome = await chunk(run, later, cursor);
+              assert.ok(outcome, 'the lease held');
+              if (outcome.finished) break;
+              run = { ...run, lease: later };
+              cursor = outcome.cursor;
+            }
+            const statuses = await statusesOf(database(), streamId, ids);
+            pendingBy.unshift(ids.filter((_, i) => statuses[i] === 'pending'));
+          }
+          assert.deepEqual(pendingBy, [
+            [near[0], near[1]],
+            [near[2], near[3], near[4]],
+            [near[5], through],
+          ]);
+          assert.deepEqual(await recordedOf(database(), streamId), [], 'every lane ended');
+        } finally {
+          worker().resume();
+        }
+      });
+
       it('a redelivery a node recorded before lanes (no redelivery_id) counts once and is queued under its own id', async () => {
         await worker().pause();
         const streamId = await createStream('recorded before lanes');

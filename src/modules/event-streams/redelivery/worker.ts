@@ -79,16 +79,17 @@ export class RedeliveryWorker extends ChunkedJobWorker<ClaimedRedelivery, Redeli
         logFields: (redelivery) => ({
           event_stream_id: redelivery.stream_id,
           tenant_id: redelivery.tenant_id,
+          // A lane's lines (each logs its own end) name their redelivery and the lane; a row recorded
+          // before lanes is a redelivery of its own.
           redelivery_id: redelivery.redelivery_id ?? redelivery.id,
-          ...(redelivery.redelivery_id === null || redelivery.redelivery_id === redelivery.id
-            ? {}
-            : { lane_id: redelivery.id }),
+          ...(redelivery.redelivery_id === null ? {} : { lane_id: redelivery.id }),
         }),
         cursorOf: (redelivery) => ({ after: redelivery.after_event_id, queued: redelivery.queued }),
         claimDue: (leaseMs, limit) => redeliveries.claimDue(leaseMs, limit),
         runChunk: async (redelivery, newLease, cursor) => {
           const outcome = await chunk(redelivery, newLease, cursor);
-          if (outcome) await refreshStatisticsPast(deliveries, logger, cursor.queued, outcome.cursor.queued);
+          if (outcome)
+            await refreshStatisticsPast(deliveries, logger, cursor.queued, outcome.cursor.queued, settings.lanes);
           return outcome;
         },
         release: (redelivery, lease, at) => redeliveries.release(redelivery, lease, at),
