@@ -20,6 +20,8 @@ function memoryJobs(chunkMs: number) {
   let leases = 0;
   let running = 0;
   let mostAtOnce = 0;
+  const runningIds = new Set<string>();
+  let ranTwiceAtOnce = false;
   const kind: ChunkedJobKind<Job, number> = {
     name: 'test job',
     finished: 'test job done',
@@ -39,7 +41,10 @@ function memoryJobs(chunkMs: number) {
       const held = jobs.get(job.id);
       if (held?.leased !== job.lease) return undefined;
       mostAtOnce = Math.max(mostAtOnce, ++running);
+      if (runningIds.has(job.id)) ranTwiceAtOnce = true;
+      runningIds.add(job.id);
       await sleep(chunkMs);
+      runningIds.delete(job.id);
       running--;
       held.chunksLeft--;
       if (held.chunksLeft === 0) {
@@ -58,7 +63,14 @@ function memoryJobs(chunkMs: number) {
     },
   };
   const queue = (id: string, chunks: number) => jobs.set(id, { due: Date.now(), leased: null, chunksLeft: chunks });
-  return { kind, queue, finishedOrder, left: () => jobs.size, mostAtOnce: () => mostAtOnce };
+  return {
+    kind,
+    queue,
+    finishedOrder,
+    left: () => jobs.size,
+    mostAtOnce: () => mostAtOnce,
+    ranTwiceAtOnce: () => ranTwiceAtOnce,
+  };
 }
 
 describe('jobs done in chunks', () => {
@@ -99,6 +111,7 @@ describe('jobs done in chunks', () => {
         for (let i = 0; i < 500 && memory.left() > 0; i++) await sleep(10);
         assert.equal(memory.left(), 0, 'every job ended');
         assert.equal(memory.mostAtOnce(), concurrency);
+        assert.equal(memory.ranTwiceAtOnce(), false, 'no job ran beside itself');
       } finally {
         await worker.stop();
       }
