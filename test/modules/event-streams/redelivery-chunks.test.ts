@@ -69,6 +69,30 @@ async function statusesOf(database: Database, streamId: string, ids: string[]): 
 const recordedOf = (database: Database, streamId: string) =>
   database.db.selectFrom('event_stream_redeliveries').selectAll().where('stream_id', '=', streamId).execute();
 
+/** A stream of user.created events to `endpoint`, on the server's default tenant; its id. */
+async function createStream(server: TestServer, name: string, endpoint: string): Promise<string> {
+  const created = await server.request({
+    method: 'POST',
+    url: '/api/v2/event-streams',
+    payload: {
+      name,
+      subscriptions: [{ event_type: 'user.created' }],
+      destination: {
+        type: 'webhook',
+        configuration: {
+          webhook_endpoint: endpoint,
+          webhook_authorization: { method: 'bearer', token: 'redelivery-token' },
+        },
+      },
+    },
+  });
+  assert.equal(created.statusCode, 201, created.body);
+  return created.json().id as string;
+}
+
+const redeliverOn = (server: TestServer, streamId: string, payload: object, token?: string) =>
+  server.request({ method: 'POST', url: `/api/v2/event-streams/${streamId}/redeliver`, payload, token });
+
 describe('a redelivery larger than one chunk', { concurrency: true }, () =>
   eachDatabase((kind) => {
     describe(`POST …/redeliver in chunks of ${CHUNK_ROWS} (${kind})`, () => {
@@ -99,27 +123,9 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
 
       const worker = () => server.services.redeliveryWorker!;
       const database = () => server.services.database;
-      const createStream = async (name: string) => {
-        const created = await server.request({
-          method: 'POST',
-          url: '/api/v2/event-streams',
-          payload: {
-            name,
-            subscriptions: [{ event_type: 'user.created' }],
-            destination: {
-              type: 'webhook',
-              configuration: {
-                webhook_endpoint: receiver.url,
-                webhook_authorization: { method: 'bearer', token: 'redelivery-token' },
-              },
-            },
-          },
-        });
-        assert.equal(created.statusCode, 201, created.body);
-        return created.json().id as string;
-      };
+      const stream = (name: string) => createStream(server, name, receiver.url);
       const redeliver = (streamId: string, payload: object, token?: string) =>
-        server.request({ method: 'POST', url: `/api/v2/event-streams/${streamId}/redeliver`, payload, token });
+        redeliverOn(server, streamId, payload, token);
       /** What the background did for the stream's redelivery, its log lines added up, once it ended. */
       const queuedLine = (streamId: string) =>
         eventually(`the redelivery of ${streamId} logged as queued`, async () =>
@@ -135,7 +141,7 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
        * just asked for (the request queued the first three and recorded the rest); their ids in order.
        */
       const redeliveredStream = async (name: string) => {
-        const streamId = await createStream(name);
+        const streamId = await stream(name);
         const ids = await fillFailed(
           database(),
           server.tenant.id,
@@ -149,7 +155,7 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
 
       it('queues the first chunk in the request and the rest in the background, with the same filter', async () => {
         await worker().pause();
-        const streamId = await createStream('filtered');
+        const streamId = await stream('filtered');
         // Ten failed deliveries, types alternating, a minute apart; the filter takes user.updated from
         // minute 1 up to minute 8: the 2nd, 4th, 6th and 8th.
         const ids = await fillFailed(
@@ -295,7 +301,7 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
 
       it('a stream has at most REDELIVERIES_UNDER_WAY_MAX redeliveries under way: one more is refused, nothing queued', async () => {
         await worker().pause();
-        const streamId = await createStream('flooded');
+        const streamId = await stream('flooded');
         let ids: string[] = [];
         try {
           ids = await fillFailed(
@@ -324,7 +330,7 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
           );
 
           // One that needs no background work still goes through at once.
-          const small = await createStream('flooded, one chunk');
+          const small = await stream('flooded, one chunk');
           const [one] = await fillFailed(database(), server.tenant.id, small, [
             { type: 'user.created', time: minute(0) },
           ]);
@@ -405,27 +411,9 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
 
       const worker = () => server.services.redeliveryWorker!;
       const database = () => server.services.database;
-      const createStream = async (name: string) => {
-        const created = await server.request({
-          method: 'POST',
-          url: '/api/v2/event-streams',
-          payload: {
-            name,
-            subscriptions: [{ event_type: 'user.created' }],
-            destination: {
-              type: 'webhook',
-              configuration: {
-                webhook_endpoint: 'http://127.0.0.1:9/hook',
-                webhook_authorization: { method: 'bearer', token: 'lanes-token' },
-              },
-            },
-          },
-        });
-        assert.equal(created.statusCode, 201, created.body);
-        return created.json().id as string;
-      };
-      const redeliver = (streamId: string, payload: object) =>
-        server.request({ method: 'POST', url: `/api/v2/event-streams/${streamId}/redeliver`, payload });
+      // Nothing is sent (no delivery worker): the endpoint is never asked.
+      const stream = (name: string) => createStream(server, name, 'http://127.0.0.1:9/hook');
+      const redeliver = (streamId: string, payload: object) => redeliverOn(server, streamId, payload);
       const lanesOf = async (streamId: string) =>
         (await recordedOf(database(), streamId)).sort((a, b) => (a.after_event_id < b.after_event_id ? -1 : 1));
       const allDone = (streamId: string) =>
@@ -435,7 +423,7 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
 
       it('splits the rest into lanes, each an event id range, that together queue each match once', async () => {
         await worker().pause();
-        const streamId = await createStream('lanes');
+        const streamId = await stream('lanes');
         // Twenty failed deliveries, types alternating; the filter takes user.updated: the 2nd, 4th, … 20th.
         const ids = await fillFailed(
           database(),
@@ -507,7 +495,7 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
 
       it('lanes meet at their cuts: a delivery at a cut, or next to one, is walked by one lane alone', async () => {
         await worker().pause();
-        const streamId = await createStream('lane bounds');
+        const streamId = await stream('lane bounds');
         // Event ids as numbers (their base-58 digits), to place deliveries at the cuts and beside them.
         const DIGITS = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
         const valueOf = (id: string) => [...id.slice(4)].reduce((n, c) => n * 58n + BigInt(DIGITS.indexOf(c)), 0n);
@@ -580,7 +568,7 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
 
       it('a redelivery a node recorded before lanes (no redelivery_id) counts once and is queued under its own id', async () => {
         await worker().pause();
-        const streamId = await createStream('recorded before lanes');
+        const streamId = await stream('recorded before lanes');
         const ids = await fillFailed(
           database(),
           server.tenant.id,
@@ -627,7 +615,7 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
 
       it('counts a redelivery once however many lanes it has: the 11th under way is refused', async () => {
         await worker().pause();
-        const streamId = await createStream('lanes flooded');
+        const streamId = await stream('lanes flooded');
         try {
           const ids = await fillFailed(
             database(),
