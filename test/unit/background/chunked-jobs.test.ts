@@ -90,11 +90,9 @@ describe('jobs done in chunks', () => {
       const long = jobTotals(logs.lines, { name: 'test job', finished: 'test job done', streamId: 'long' });
       assert.ok(long && long.turns > 1, `the long job took turns: ${JSON.stringify(long)}`);
       assert.deepEqual([long.chunks, long.rows], [200, 200], 'its lines add up to the whole job');
-      assert.deepEqual(jobTotals(logs.lines, { name: 'test job', finished: 'test job done', streamId: 'short' }), {
-        chunks: 3,
-        rows: 3,
-        turns: 1,
-      });
+      // Its three chunks, in one turn or (on a loaded machine, three chunks past the 50 ms turn) two.
+      const short = jobTotals(logs.lines, { name: 'test job', finished: 'test job done', streamId: 'short' });
+      assert.deepEqual([short?.chunks, short?.rows], [3, 3]);
     } finally {
       await worker.stop();
     }
