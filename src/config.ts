@@ -400,8 +400,8 @@ export function loadConfig(env: Env = process.env): Config {
       100_000,
     ),
     // PostgreSQL updates two lanes' chunks side by side (see migration 024); SQLite has one writer, so
-    // lanes there would only take turns.
-    // At most 4: each lane at work holds one of a node's 10 PostgreSQL connections.
+    // lanes there would only take turns. At most 4: each lane at work holds one of a node's 10
+    // PostgreSQL connections.
     eventStreamRedeliveryLanes: integer(env, 'EVENT_STREAM_REDELIVERY_LANES', databaseUrl === undefined ? 1 : 2, 1, 4),
     customDomainVerifyWindowSeconds: integer(env, 'CUSTOM_DOMAIN_VERIFY_WINDOW_S', 48 * 3600, 1),
     customDomainRecheckInitialMs: integer(env, 'CUSTOM_DOMAIN_RECHECK_INITIAL_MS', 60_000, 1),
