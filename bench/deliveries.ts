@@ -15,7 +15,8 @@
  *                       Baseline: one UPDATE of the same rows back to failed; the probe before.
  *                       BENCH_REDELIVER sets the number, BENCH_REDELIVER_DATABASES (sqlite,postgres)
  *                       the databases, BENCH_REDELIVER_LANES the node's EVENT_STREAM_REDELIVERY_LANES
- *                       (its default for the database unless set).
+ *                       (its default for the database unless set); BENCH_REDELIVER_LATER=1 adds one
+ *                       failure a day after the rest, as an outage's failures and a later one lie.
  *  (also claim-growth, stats-growth and deletion-stall, described at their functions below)
  *
  * PostgreSQL parts run on a fresh database on BENCH_DATABASE_URL's server (default
@@ -64,6 +65,8 @@ const REDELIVER_DATABASES = (process.env.BENCH_REDELIVER_DATABASES ?? 'sqlite,po
   'sqlite' | 'postgres'
 >;
 const REDELIVER_LANES = process.env.BENCH_REDELIVER_LANES;
+/** One more failed delivery, a day after the rest: the failures bunched in time, as an outage leaves them. */
+const REDELIVER_LATER = process.env.BENCH_REDELIVER_LATER === '1';
 const ADMIN_DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** A node's deliveries in flight (DELIVERY_CONCURRENCY's default), and so the baseline's connections. */
 const CONCURRENCY = 32;
@@ -330,6 +333,36 @@ async function insertOutbox(
       }
     });
   }
+}
+
+/** An event id made `ms` after `id`: its first 8 base-58 digits are the time in milliseconds (ids.ts). */
+function eventIdLater(id: string, ms: number): string {
+  const DIGITS = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+  let time = [...id.slice(4, 12)].reduce((n, c) => n * 58 + DIGITS.indexOf(c), 0) + ms;
+  let digits = '';
+  for (let i = 0; i < 8; i++, time = Math.floor(time / 58)) digits = DIGITS[time % 58] + digits;
+  return `evt_${digits}${id.slice(12)}`;
+}
+
+/** One failed delivery of the stream (as insertOutbox leaves one), of an event a day after now. */
+async function insertLaterFailure(database: Database, streamId: string): Promise<void> {
+  const at = new Date().toISOString();
+  const event = { ...fixtureEvent(at), id: eventIdLater(newId.event(), 86_400_000) };
+  await insertRows(database.db, 'events', [event]);
+  await insertRows(database.db, 'deliveries', [
+    {
+      stream_id: streamId,
+      event_id: event.id,
+      event_type: event.type,
+      event_time: at,
+      status: 'failed',
+      attempt_count: 4,
+      attempt_seq: 4,
+      next_attempt_at: at,
+      claimed_until: null,
+      updated_at: at,
+    },
+  ]);
 }
 
 async function countBy(
@@ -709,9 +742,11 @@ export async function redelivery(): Promise<void> {
         `    ${backend.name}: the rest in ${REDELIVER_LANES ?? (kind === 'postgres' ? '2' : '1')} lane(s) (EVENT_STREAM_REDELIVERY_LANES)\n`,
       );
       const fixtureStart = wallClock();
+      const FAILED_IN_ALL = REDELIVER + (REDELIVER_LATER ? 1 : 0);
       await insertOutbox(backend.database, [streamId!], REDELIVER, 'failed');
+      if (REDELIVER_LATER) await insertLaterFailure(backend.database, streamId!);
       process.stdout.write(
-        `    ${backend.name}: ${fmt.int(REDELIVER)} failed deliveries (4 attempt rows each) inserted in ${fmt.s(wallClock() - fixtureStart)}\n`,
+        `    ${backend.name}: ${fmt.int(REDELIVER)} failed deliveries (4 attempt rows each) inserted in ${fmt.s(wallClock() - fixtureStart)}${REDELIVER_LATER ? ', and one a day later' : ''}\n`,
       );
       const baseline = await probe(node, other!, async () => false, BASELINE_PROBE_MS);
       const rssBefore = readRss(node.pid);
@@ -758,7 +793,7 @@ export async function redelivery(): Promise<void> {
           .where('attempt_count', '=', 0)
           .where('attempt_seq', '=', 4 + round)
           .executeTakeFirstOrThrow();
-        if (queued !== REDELIVER || Number(waiting) !== REDELIVER)
+        if (queued !== FAILED_IN_ALL || Number(waiting) !== FAILED_IN_ALL)
           throw new Error(`after redeliver: ${queued} pending, ${waiting} waiting for their retrying attempt`);
         times.answer.push(answerMs);
         times.queued.push(ms);
@@ -778,7 +813,7 @@ export async function redelivery(): Promise<void> {
         rows.push([
           `round ${round}`,
           'baseline: one UPDATE of the rows back to failed',
-          fmt.int(REDELIVER),
+          fmt.int(FAILED_IN_ALL),
           '',
           ms1(updateMs),
         ]);
@@ -791,7 +826,7 @@ export async function redelivery(): Promise<void> {
         `    node RSS: ${fmt.mb(rssBefore)} before the redeliveries, peak ${fmt.mb(rssPeak)} during them (+${fmt.mb(rssPeak - rssBefore)})\n`,
       );
       table(
-        `redelivery — ${backend.name}, ${fmt.int(REDELIVER)} failed deliveries of one stream`,
+        `redelivery — ${backend.name}, ${fmt.int(FAILED_IN_ALL)} failed deliveries of one stream${REDELIVER_LATER ? ', the last a day after the rest' : ''}`,
         ['round', 'variant', 'deliveries', 'answered', 'all queued'],
         rows,
       );

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
-const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+/** The base-58 alphabet of the original's ids, in the order of its characters' codes. */
+export const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 /** Uniform random string over an alphabet: bytes past the largest multiple of its size are dropped so no letter is favoured. */
@@ -78,40 +79,6 @@ function countUp(digits: number[]): boolean {
     digits[i] = 0;
   }
   return false;
-}
-
-const EVENT_ID_DIGITS = TIME_DIGITS + TAIL_DIGITS;
-
-/** An event id's 22 base-58 digits as one number: the ids' byte order is that number's order. */
-function eventIdValue(id: string): bigint {
-  let value = 0n;
-  for (let i = 4; i < id.length; i++) value = value * 58n + BigInt(BASE58.indexOf(id[i]!));
-  return value;
-}
-
-function eventIdOf(value: bigint): string {
-  let digits = '';
-  for (let i = 0; i < EVENT_ID_DIGITS; i++, value /= 58n) digits = BASE58[Number(value % 58n)] + digits;
-  return `evt_${digits}`;
-}
-
-/**
- * Ids that cut the event ids after `after` up to `through` into `parts` ranges of about equal width,
- * in order, each strictly between the two: a redelivery's walk split into lanes worked on at once. The
- * ids are time-ordered, so equal widths are equal spans of time (of the key space, for ids made at
- * random). None when the two are not event ids or lie too close together to cut.
- */
-export function eventIdCuts(after: string, through: string, parts: number): string[] {
-  if (parts < 2 || !idPattern.event.test(after) || !idPattern.event.test(through)) return [];
-  const low = eventIdValue(after);
-  const span = eventIdValue(through) - low;
-  const cuts: string[] = [];
-  let last = low;
-  for (let part = 1; part < parts; part++) {
-    const cut = low + (span * BigInt(part)) / BigInt(parts);
-    if (cut > last && cut < low + span) cuts.push(eventIdOf((last = cut)));
-  }
-  return cuts;
 }
 
 /** Identifier formats of the original (compat notes §0). */

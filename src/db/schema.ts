@@ -202,6 +202,11 @@ export interface EventStreamRedeliveriesTable {
    * a redelivery of its own.
    */
   redelivery_id: string | null;
+  /**
+   * The lanes this row is yet to be cut into, where each holds as many failed deliveries (migration
+   * 025): the first node to claim it cuts it. Null: walked as it is.
+   */
+  lanes: number | null;
   /** Deliveries queued again so far. */
   queued: number;
   /** Always 'pending': the row goes when its walk ends. */

@@ -10,7 +10,7 @@ import { claimDue } from '../../src/modules/event-streams/store/claim.ts';
 import { DeliveryStore } from '../../src/modules/event-streams/store/deliveries.ts';
 import { StreamStore } from '../../src/modules/event-streams/store/streams.ts';
 import { RedeliveryStore } from '../../src/modules/event-streams/store/redeliveries.ts';
-import { redeliveryChunk } from '../../src/modules/event-streams/redelivery/worker.ts';
+import { redeliveryChunk, redeliveryCursor } from '../../src/modules/event-streams/redelivery/worker.ts';
 import { TenantStore } from '../../src/modules/tenants/store.ts';
 import { UserStore } from '../../src/modules/users/store.ts';
 import { createTestDatabase, eachDatabase, type TestDatabase } from '../helpers/databases.ts';
@@ -100,11 +100,11 @@ interface Case {
   run: Stores;
 }
 
-const deliveries = (database: Database, chunkRows = 2000) =>
+const deliveries = (database: Database, chunkRows = 2000, lanes = 1) =>
   new Deliveries(database, new StreamStore(database), new DeliveryStore(database), async () => undefined, {
     store: new RedeliveryStore(database),
     chunkRows,
-    lanes: 1,
+    lanes,
     recorded: () => undefined,
   });
 
@@ -197,7 +197,7 @@ const CASES: Case[] = [
       );
       const chunk = redeliveryChunk(database, { chunkRows: 1 }, async () => undefined);
       let redelivery = claimed[0]!;
-      let cursor = { after: redelivery.after_event_id, queued: redelivery.queued };
+      let cursor = redeliveryCursor(redelivery);
       for (let i = 0; i < 10; i++) {
         const outcome = await chunk(redelivery, FUTURE, cursor);
         assert.ok(outcome, 'the lease held');
@@ -206,6 +206,40 @@ const CASES: Case[] = [
         cursor = outcome.cursor;
       }
       assert.fail('the redelivery ended');
+    },
+  },
+  {
+    // The same in two lanes: the first claim cuts the row by rows (a count and a seek on
+    // deliveries_failed), then each lane is walked chunk by chunk.
+    name: 'redelivery in two lanes: the cut, the claim of the lanes, the chunks of each',
+    index: { table: 'deliveries', name: 'deliveries_failed' },
+    tables: {
+      deliveries: ['deliveries'],
+      event_stream_redeliveries: ['event_stream_redeliveries', 't', 'r'],
+      event_streams: ['s'],
+    },
+    run: async (database) => {
+      await deliveries(database, 1, 2).redeliver('t2', 'est_52', {});
+      const store = new RedeliveryStore(database);
+      const chunk = redeliveryChunk(database, { chunkRows: 1 }, async () => undefined);
+      const [whole] = await store.claimDue(30_000, 10);
+      assert.deepEqual([whole?.stream_id, whole?.lanes], ['est_52', 2]);
+      const cut = await chunk(whole!, FUTURE, redeliveryCursor(whole!));
+      assert.equal(cut?.cursor.lanes, 1, 'cut');
+      await store.release({ ...whole!, lease: FUTURE }, FUTURE, '2000-01-01T00:00:00.000Z');
+      const lanes = await store.claimDue(30_000, 10);
+      assert.equal(lanes.length, 2);
+      for (let redelivery of lanes) {
+        let cursor = redeliveryCursor(redelivery);
+        for (let i = 0; ; i++) {
+          assert.ok(i < 10, 'the lane ended');
+          const outcome = await chunk(redelivery, FUTURE, cursor);
+          assert.ok(outcome, 'the lease held');
+          if (outcome.finished) break;
+          redelivery = { ...redelivery, lease: FUTURE };
+          cursor = outcome.cursor;
+        }
+      }
     },
   },
   {

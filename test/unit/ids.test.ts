@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { eventIdCuts, idPattern, newId, randomString } from '../../src/ids.ts';
+import { idPattern, newId } from '../../src/ids.ts';
 
 describe('event ids', () => {
   it("keep the original's format and sort as they were made, however many in one millisecond", () => {
@@ -27,40 +27,5 @@ describe('event ids', () => {
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
     assert.equal(tails.size, 50);
-  });
-});
-
-describe('eventIdCuts', () => {
-  const ids = Array.from({ length: 10_000 }, () => newId.event());
-
-  it('cuts the ids after one up to another into ranges that hold about as many ids each', () => {
-    const [first, last] = [ids[0]!, ids.at(-1)!];
-    for (const parts of [2, 3, 4]) {
-      const cuts = eventIdCuts(first, last, parts);
-      assert.equal(cuts.length, parts - 1);
-      const bounds = [first, ...cuts, last];
-      for (const cut of cuts) assert.match(cut, idPattern.event);
-      for (let i = 1; i < bounds.length; i++) assert.ok(bounds[i - 1]! < bounds[i]!, `${bounds[i - 1]} < ${bounds[i]}`);
-      // Ids made at random (their tails) across a span: each range holds its share within a few percent.
-      const random = Array.from(
-        { length: 20_000 },
-        () => `evt_${randomString('123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz', 22)}`,
-      );
-      const [low, high] = ['evt_1111111111111111111111', 'evt_zzzzzzzzzzzzzzzzzzzzzz'];
-      const even = [low, ...eventIdCuts(low, high, parts), high];
-      for (let i = 1; i < even.length; i++) {
-        const share = random.filter((id) => id > even[i - 1]! && id <= even[i]!).length / random.length;
-        assert.ok(Math.abs(share - 1 / parts) < 0.03, `range ${i} of ${parts} holds ${share}`);
-      }
-    }
-  });
-
-  it('cuts none where it cannot: ids too close, one part, or ids not of events', () => {
-    const [a, b] = ['evt_1111111111111111111111', 'evt_1111111111111111111112'];
-    assert.deepEqual(eventIdCuts(a, b, 2), [], 'neighbours');
-    assert.deepEqual(eventIdCuts(a, 'evt_1111111111111111111113', 4), ['evt_1111111111111111111112'], 'one id between');
-    assert.deepEqual(eventIdCuts(ids[0]!, ids.at(-1)!, 1), []);
-    assert.deepEqual(eventIdCuts('evt_short', ids.at(-1)!, 2), []);
-    assert.deepEqual(eventIdCuts(ids[0]!, 'est_1111111111111111111111', 2), []);
   });
 });

@@ -23,6 +23,7 @@ import * as deliveryCounts from './021_delivery_counts.ts';
 import * as eventStreamDeletion from './022_event_stream_deletion.ts';
 import * as eventStreamRedeliveries from './023_event_stream_redeliveries.ts';
 import * as eventStreamRedeliveryLanes from './024_event_stream_redelivery_lanes.ts';
+import * as eventStreamRedeliveryLanesByRows from './025_event_stream_redelivery_lanes_by_rows.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -50,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   '022_event_stream_deletion': eventStreamDeletion,
   '023_event_stream_redeliveries': eventStreamRedeliveries,
   '024_event_stream_redelivery_lanes': eventStreamRedeliveryLanes,
+  '025_event_stream_redelivery_lanes_by_rows': eventStreamRedeliveryLanesByRows,
 };

@@ -2,7 +2,7 @@ import type { Database, Tx } from '../../db/database.ts';
 import { now, transaction } from '../../db/database.ts';
 import { decodeCursor, encodeCursor } from '../../http/cursor.ts';
 import { eventStreamErrors } from '../../http/errors.ts';
-import { eventIdCuts, idPattern } from '../../ids.ts';
+import { idPattern } from '../../ids.ts';
 import { listingFilter, redeliveryFilter } from './delivery-filters.ts';
 import { presentStats, statsWindow } from './stats.ts';
 import { envelope, type Envelope } from './envelope.ts';
@@ -88,7 +88,7 @@ export interface RedeliveryQueue {
   store: RedeliveryStore;
   /** Most failed deliveries one step walks (EVENT_STREAM_REDELIVERY_CHUNK_ROWS). */
   chunkRows: number;
-  /** Lanes the rest is split into, walked side by side (EVENT_STREAM_REDELIVERY_LANES). */
+  /** Lanes the rest is cut into, of as many failed deliveries each, walked side by side (EVENT_STREAM_REDELIVERY_LANES). */
   lanes: number;
   /** Told of each redelivery recorded, so that its rest is queued at once (after the commit). */
   recorded: () => void;
@@ -221,7 +221,7 @@ export class Deliveries {
         which,
         after: step.last,
         through,
-        cuts: eventIdCuts(step.last, through, this.redeliveries.lanes),
+        lanes: this.redeliveries.lanes,
         queued: step.queued,
         at,
       });

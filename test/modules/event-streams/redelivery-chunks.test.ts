@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '../../../src/db/database.ts';
-import { eventIdCuts, newId } from '../../../src/ids.ts';
-import { redeliveryChunk } from '../../../src/modules/event-streams/redelivery/worker.ts';
+import { BASE58, newId } from '../../../src/ids.ts';
+import { redeliveryChunk, redeliveryCursor } from '../../../src/modules/event-streams/redelivery/worker.ts';
 import { REDELIVERIES_UNDER_WAY_MAX, RedeliveryStore } from '../../../src/modules/event-streams/store/redeliveries.ts';
 import { eachDatabase } from '../../helpers/databases.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -362,7 +362,7 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
           await new Promise((resolve) => setTimeout(resolve, 20));
           const [current] = (await store.claimDue(60_000, 10)).filter((r) => r.stream_id === streamId);
           assert.ok(current && current.lease !== stale.lease, 'claimed again once the first lease ran out');
-          const cursor = { after: stale.after_event_id, queued: stale.queued };
+          const cursor = redeliveryCursor(stale);
           const later = new Date(Date.now() + 60_000).toISOString();
 
           assert.equal(await chunk(stale, later, cursor), undefined, 'the stale run is told its lease is gone');
@@ -374,7 +374,7 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
           assert.deepEqual([unchanged!.after_event_id, unchanged!.claimed_until], [ids[2], current.lease]);
 
           const outcome = await chunk(current, later, cursor);
-          assert.deepEqual(outcome, { rows: 3, finished: false, cursor: { after: ids[5], queued: 6 } });
+          assert.deepEqual(outcome, { rows: 3, finished: false, cursor: { ...cursor, after: ids[5], queued: 6 } });
           const [moved] = await recordedOf(database(), streamId);
           assert.deepEqual([moved!.after_event_id, moved!.queued, moved!.claimed_until], [ids[5], 6, later]);
           await store.release({ ...current, lease: later }, later, new Date().toISOString());
@@ -416,12 +416,52 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
       const redeliver = (streamId: string, payload: object) => redeliverOn(server, streamId, payload);
       const lanesOf = async (streamId: string) =>
         (await recordedOf(database(), streamId)).sort((a, b) => (a.after_event_id < b.after_event_id ? -1 : 1));
+      /**
+       * Claims the stream's recorded redeliveries and walks each alone, the last first, chunk by chunk,
+       * every delivery set back to failed before each: which each queued, in the order of their ranges.
+       */
+      const walkEachAlone = async (streamId: string, ids: string[]) => {
+        const store = new RedeliveryStore(database());
+        const chunk = redeliveryChunk(database(), { chunkRows: 2 }, async () => undefined);
+        const later = new Date(Date.now() + 60_000).toISOString();
+        // A row still to be cut is cut first (its first chunk), and let go.
+        for (const uncut of (await store.claimDue(60_000, 100)).filter((r) => r.stream_id === streamId)) {
+          let lease = uncut.lease;
+          if (uncut.lanes !== null) {
+            assert.ok(await chunk(uncut, later, redeliveryCursor(uncut)), 'the lease held');
+            lease = later;
+          }
+          await store.release({ ...uncut, lease }, lease, new Date().toISOString());
+        }
+        const claimed = (await store.claimDue(60_000, 100)).filter((r) => r.stream_id === streamId);
+        const pendingBy: string[][] = [];
+        for (const lane of claimed.sort((a, b) => (a.after_event_id < b.after_event_id ? 1 : -1))) {
+          await database()
+            .db.updateTable('deliveries')
+            .set({ status: 'failed' })
+            .where('stream_id', '=', streamId)
+            .execute();
+          let run = lane;
+          let cursor = redeliveryCursor(lane);
+          for (let i = 0; ; i++) {
+            assert.ok(i < 200, 'the lane ended');
+            const outcome = await chunk(run, later, cursor);
+            assert.ok(outcome, 'the lease held');
+            if (outcome.finished) break;
+            run = { ...run, lease: later };
+            cursor = outcome.cursor;
+          }
+          const statuses = await statusesOf(database(), streamId, ids);
+          pendingBy.unshift(ids.filter((_, i) => statuses[i] === 'pending'));
+        }
+        return pendingBy;
+      };
       const allDone = (streamId: string) =>
         eventually(`the lanes of ${streamId} done`, async () =>
           (await recordedOf(database(), streamId)).length === 0 ? true : undefined,
         );
 
-      it('splits the rest into lanes, each an event id range, that together queue each match once', async () => {
+      it('records the rest as one row, cut into lanes of as many rows by the node that claims it, that together queue each match once', async () => {
         await worker().pause();
         const streamId = await stream('lanes');
         // Twenty failed deliveries, types alternating; the filter takes user.updated: the 2nd, 4th, … 20th.
@@ -434,41 +474,34 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
         const response = await redeliver(streamId, { event_types: ['user.updated'] });
         assert.equal(response.statusCode, 202, response.body);
 
-        // The request walked the first two (queued the 2nd); the rest, after ids[1] up to ids[19], is cut
-        // into three ranges, one row each, which share the first's id as their redelivery's.
-        const lanes = await lanesOf(streamId);
-        const cuts = eventIdCuts(ids[1]!, ids[19]!, LANES);
-        assert.equal(cuts.length, LANES - 1);
+        // The request walked the first two (queued the 2nd) and recorded the rest, after ids[1] up to
+        // ids[19], as one row to be cut into three lanes.
+        const [recorded, ...more] = await lanesOf(streamId);
+        assert.deepEqual(more, []);
         assert.deepEqual(
-          lanes.map((l) => [l.after_event_id, l.until_event_id, l.queued, l.redelivery_id, l.event_types]),
-          [ids[1]!, ...cuts].map((afterId, i) => [
-            afterId,
-            [...cuts, ids[19]][i],
-            i === 0 ? 1 : 0,
-            lanes[0]!.id,
-            '["user.updated"]',
-          ]),
+          [
+            recorded!.after_event_id,
+            recorded!.until_event_id,
+            recorded!.lanes,
+            recorded!.queued,
+            recorded!.event_types,
+          ],
+          [ids[1], ids[19], LANES, 1, '["user.updated"]'],
         );
-        assert.ok(
-          cuts.every((cut) => cut > ids[1]! && cut < ids[19]!),
-          'every cut lies inside the walk',
-        );
+        assert.equal(recorded!.redelivery_id, recorded!.id);
 
         worker().resume();
         await allDone(streamId);
         const expected = ids.map((_, i) => (i % 2 ? 'pending' : 'failed'));
         assert.deepEqual(await statusesOf(database(), streamId, ids), expected);
-        // Each lane logs its own end, under the redelivery's id; the lanes' rows add up to the rest.
+        // The 18 failed after ids[1] were cut into three lanes of six; each logs its own end, under the
+        // redelivery's id; the lanes' rows add up to the rest.
         const ends = logs.lines.filter(
           (l) => l.msg === 'event stream redelivery queued' && l.event_stream_id === streamId,
         );
         assert.equal(ends.length, LANES);
-        assert.ok(ends.every((l) => l.redelivery_id === lanes[0]!.id));
-        assert.deepEqual(
-          ends.map((l) => l.lane_id ?? l.redelivery_id).sort(),
-          lanes.map((l) => l.id).sort(),
-          'each lane named once',
-        );
+        assert.ok(ends.every((l) => l.redelivery_id === recorded!.id));
+        assert.equal(new Set(ends.map((l) => l.lane_id)).size, LANES, 'each lane named once');
         const lines = logs.lines.filter(
           (l) =>
             l.event_stream_id === streamId &&
@@ -493,23 +526,14 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
         );
       });
 
-      it('lanes meet at their cuts: a delivery at a cut, or next to one, is walked by one lane alone', async () => {
+      it('cuts by rows, so failures bunched in time are shared evenly, and each delivery is walked by one lane alone', async () => {
         await worker().pause();
-        const streamId = await stream('lane bounds');
-        // Event ids as numbers (their base-58 digits), to place deliveries at the cuts and beside them.
-        const DIGITS = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
-        const valueOf = (id: string) => [...id.slice(4)].reduce((n, c) => n * 58n + BigInt(DIGITS.indexOf(c)), 0n);
-        const idOf = (value: bigint) => {
-          let digits = '';
-          for (let i = 0; i < 22; i++, value /= 58n) digits = DIGITS[Number(value % 58n)] + digits;
-          return `evt_${digits}`;
-        };
-        const base = valueOf(newId.event());
-        const [first, after, through] = [idOf(base), idOf(base + 1_000n), idOf(base + 1_000_000n)];
-        const cuts = eventIdCuts(after, through, LANES);
-        assert.equal(cuts.length, 2);
-        const near = cuts.flatMap((cut) => [-1n, 0n, 1n].map((d) => idOf(valueOf(cut) + d)));
-        const ids = [first, after, ...near, through];
+        const streamId = await stream('lane shares');
+        // An outage's failures: 60 ids of one millisecond, then one failure much later. Cuts at equal
+        // spans of time would have put all 60 in the first lane.
+        const stem = newId.event().slice(0, -2);
+        const burst = ['2', '3'].flatMap((next) => [...BASE58].map((last) => `${stem}${next}${last}`)).slice(0, 60);
+        const ids = [`evt_${'1'.repeat(22)}`, ...burst, LATER_EVENT];
         await fillFailed(
           database(),
           server.tenant.id,
@@ -517,50 +541,86 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
           ids.map((_, i) => ({ type: 'user.created', time: minute(i) })),
           ids,
         );
+        // The request queues the first two (chunks of 2); the 60 after are cut into three lanes of 20.
+        const rest = ids.slice(2);
+        const response = await redeliver(streamId, {});
+        assert.equal(response.statusCode, 202, response.body);
+        worker().resume();
+        await allDone(streamId);
+        const ends = logs.lines.filter(
+          (l) => l.msg === 'event stream redelivery queued' && l.event_stream_id === streamId,
+        );
+        assert.deepEqual(
+          ends.map((l) => Number(l.rows)),
+          [20, 20, 20],
+        );
+        assert.deepEqual(await statusesOf(database(), streamId, ids), Array(ids.length).fill('pending'));
+
+        // Again, the row cut by one claim's first chunk, which queues nothing, then each lane walked alone
+        // with every delivery set back to failed before it: a lane queues its range and no other, and the
+        // ranges meet without a gap.
+        await worker().pause();
         try {
-          const response = await redeliver(streamId, {});
-          assert.equal(response.statusCode, 202, response.body);
-          const lanes = await lanesOf(streamId);
-          assert.deepEqual(
-            lanes.map((l) => [l.after_event_id, l.until_event_id]),
-            [
-              [after, cuts[0]],
-              [cuts[0], cuts[1]],
-              [cuts[1], through],
-            ],
-          );
-          // Each lane walked alone, the last first, every delivery set back to failed before each: a lane
-          // queues those of its range and no other, whatever the others did.
+          await database()
+            .db.updateTable('deliveries')
+            .set({ status: 'failed' })
+            .where('stream_id', '=', streamId)
+            .execute();
+          const again = await redeliver(streamId, {});
+          assert.equal(again.statusCode, 202, again.body);
           const store = new RedeliveryStore(database());
           const chunk = redeliveryChunk(database(), { chunkRows: 2 }, async () => undefined);
-          const claimed = (await store.claimDue(60_000, 10)).filter((r) => r.stream_id === streamId);
-          assert.equal(claimed.length, LANES);
+          const [whole] = (await store.claimDue(60_000, 10)).filter((r) => r.stream_id === streamId);
           const later = new Date(Date.now() + 60_000).toISOString();
-          const pendingBy: string[][] = [];
-          for (const lane of [...claimed].sort((a, b) => (a.after_event_id < b.after_event_id ? 1 : -1))) {
-            await database()
-              .db.updateTable('deliveries')
-              .set({ status: 'failed' })
-              .where('stream_id', '=', streamId)
-              .execute();
-            let run = lane;
-            let cursor = { after: lane.after_event_id, queued: lane.queued };
-            for (let i = 0; i < 10; i++) {
-              const outcome = await chunk(run, later, cursor);
-              assert.ok(outcome, 'the lease held');
-              if (outcome.finished) break;
-              run = { ...run, lease: later };
-              cursor = outcome.cursor;
-            }
-            const statuses = await statusesOf(database(), streamId, ids);
-            pendingBy.unshift(ids.filter((_, i) => statuses[i] === 'pending'));
-          }
-          assert.deepEqual(pendingBy, [
-            [near[0], near[1]],
-            [near[2], near[3], near[4]],
-            [near[5], through],
-          ]);
+          const cursor = redeliveryCursor(whole!);
+          assert.equal(cursor.lanes, LANES);
+          assert.deepEqual(await chunk(whole!, later, cursor), {
+            rows: 0,
+            finished: false,
+            cursor: { ...cursor, until: rest[19], lanes: 1 },
+          });
+          await store.release({ ...whole!, lease: later }, later, new Date().toISOString());
+          const lanes = await lanesOf(streamId);
+          assert.deepEqual(
+            lanes.map((l) => [l.after_event_id, l.until_event_id, l.lanes, l.redelivery_id]),
+            [
+              [ids[1], rest[19], null, whole!.id],
+              [rest[19], rest[39], null, whole!.id],
+              [rest[39], LATER_EVENT, null, whole!.id],
+            ],
+          );
+          assert.deepEqual(await walkEachAlone(streamId, ids), [rest.slice(0, 20), rest.slice(20, 40), rest.slice(40)]);
           assert.deepEqual(await recordedOf(database(), streamId), [], 'every lane ended');
+        } finally {
+          worker().resume();
+        }
+      });
+
+      it('cuts fewer lanes where the rest holds less than a chunk a lane, and none for less than two', async () => {
+        await worker().pause();
+        try {
+          const streamId = await stream('few to cut');
+          // Seven failed: the request queues two; five are left, two chunks' worth: two lanes (2 and 3).
+          const ids = await fillFailed(
+            database(),
+            server.tenant.id,
+            streamId,
+            Array.from({ length: 7 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
+          );
+          assert.equal((await redeliver(streamId, {})).statusCode, 202);
+          assert.deepEqual(await walkEachAlone(streamId, ids), [ids.slice(2, 4), ids.slice(4)]);
+          assert.deepEqual(await recordedOf(database(), streamId), []);
+          // Five failed, three left: one lane.
+          const other = await stream('too few to cut');
+          const few = await fillFailed(
+            database(),
+            server.tenant.id,
+            other,
+            Array.from({ length: 5 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
+          );
+          assert.equal((await redeliver(other, {})).statusCode, 202);
+          assert.deepEqual(await walkEachAlone(other, few), [few.slice(2)]);
+          assert.deepEqual(await recordedOf(database(), other), []);
         } finally {
           worker().resume();
         }
@@ -627,6 +687,16 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
           for (let i = 0; i < REDELIVERIES_UNDER_WAY_MAX; i++) {
             const response = await redeliver(streamId, nothing);
             assert.equal(response.statusCode, 202, response.body);
+          }
+          // Each is cut into three lanes (seven failed after the request's two: chunks of 2).
+          const store = new RedeliveryStore(database());
+          const chunk = redeliveryChunk(database(), { chunkRows: 2 }, async () => undefined);
+          const later = new Date(Date.now() + 60_000).toISOString();
+          const claimed = (await store.claimDue(60_000, 100)).filter((r) => r.stream_id === streamId);
+          assert.equal(claimed.length, REDELIVERIES_UNDER_WAY_MAX);
+          for (const whole of claimed) {
+            assert.ok(await chunk(whole, later, redeliveryCursor(whole)), 'the lease held');
+            await store.release({ ...whole, lease: later }, later, new Date().toISOString());
           }
           const lanes = await recordedOf(database(), streamId);
           assert.equal(lanes.length, REDELIVERIES_UNDER_WAY_MAX * LANES);

@@ -13,11 +13,25 @@ export interface RedeliverySettings {
   lanes: number;
 }
 
+/** Where a claimed redelivery goes on from, as its row says. */
+export function redeliveryCursor(
+  redelivery: Pick<ClaimedRedelivery, 'after_event_id' | 'until_event_id' | 'queued' | 'lanes'>,
+): RedeliveryCursor {
+  return {
+    after: redelivery.after_event_id,
+    until: redelivery.until_event_id,
+    queued: redelivery.queued,
+    lanes: redelivery.lanes ?? 1,
+  };
+}
+
 /**
  * One chunk of a recorded redelivery, in one transaction fenced by its lease (renewed to `newLease`):
  * at most `chunkRows` more of the stream's failed deliveries walked, those its filter takes queued again,
  * the delivery workers woken at the commit. The redelivery's row goes once the walk reached its end,
- * or once its stream is being deleted. Undefined when the lease is another run's (nothing changed).
+ * or once its stream is being deleted. A row still to be cut into lanes is cut first, in a chunk of
+ * its own that queues nothing: its range counted and shared out by rows (DeliveryStore.rowCuts), a row
+ * each lane after the first. Undefined when the lease is another run's (nothing changed).
  */
 export function redeliveryChunk(
   database: Database,
@@ -40,15 +54,22 @@ export function redeliveryChunk(
           if (!(await redeliveries.finish(trx, redelivery))) throw new LeaseLost();
           return { rows: 0, finished: true, cursor };
         }
+        if (cursor.lanes > 1) {
+          const range = { after: cursor.after, through: cursor.until };
+          const cuts = await deliveries.rowCuts(trx, redelivery.stream_id, range, cursor.lanes, settings.chunkRows);
+          if (!(await redeliveries.split(trx, { ...redelivery, until_event_id: cursor.until }, newLease, cuts, now())))
+            throw new LeaseLost();
+          return { rows: 0, finished: false, cursor: { ...cursor, until: cuts[0] ?? cursor.until, lanes: 1 } };
+        }
         const step = await deliveries.queueAgainStep(
           trx,
           filterOf(redelivery),
-          { after: cursor.after, through: redelivery.until_event_id },
+          { after: cursor.after, through: cursor.until },
           settings.chunkRows,
           now(),
         );
         if (step.queued > 0) await queued(trx);
-        const next = { after: step.last ?? redelivery.until_event_id, queued: cursor.queued + step.queued };
+        const next = { ...cursor, after: step.last ?? cursor.until, queued: cursor.queued + step.queued };
         const finished = step.last === undefined;
         const fenced = finished
           ? await redeliveries.finish(trx, redelivery)
@@ -61,16 +82,18 @@ export function redeliveryChunk(
 
 /**
  * Queues the rest of large redeliveries in the background, on every node (see ChunkedJobWorker): the
- * request queued the first chunk and recorded the redelivery (Deliveries.redeliver), in lanes when
- * EVENT_STREAM_REDELIVERY_LANES > 1, of which a node works on that many at once; each chunk here is
- * one redeliveryChunk of one lane. The walk ends at the last delivery that was failed when the redelivery was asked
- * for: a delivery queued by it and failed again is behind the walk, and is not queued twice.
+ * request queued the first chunk and recorded the redelivery (Deliveries.redeliver), to be cut into
+ * lanes of as many failed deliveries each when EVENT_STREAM_REDELIVERY_LANES > 1, of which a node works
+ * on that many at once; each chunk here is one redeliveryChunk of one lane. The walk ends at the last
+ * delivery that was failed when the redelivery was asked for: a delivery queued by it and failed again
+ * is behind the walk of its lane (the lanes' ranges do not overlap), and is not queued twice.
  */
 export class RedeliveryWorker extends ChunkedJobWorker<ClaimedRedelivery, RedeliveryCursor> {
   constructor(database: Database, settings: RedeliverySettings, queued: QueuedListener, logger: Logger) {
     const redeliveries = new RedeliveryStore(database);
     const deliveries = new DeliveryStore(database);
     const chunk = redeliveryChunk(database, settings, queued);
+    const lanesCut = { wake: () => {} };
     super(
       {
         name: 'event stream redelivery',
@@ -84,10 +107,12 @@ export class RedeliveryWorker extends ChunkedJobWorker<ClaimedRedelivery, Redeli
           redelivery_id: redelivery.redelivery_id ?? redelivery.id,
           ...(redelivery.redelivery_id === null ? {} : { lane_id: redelivery.id }),
         }),
-        cursorOf: (redelivery) => ({ after: redelivery.after_event_id, queued: redelivery.queued }),
+        cursorOf: redeliveryCursor,
         claimDue: (leaseMs, limit) => redeliveries.claimDue(leaseMs, limit),
         runChunk: async (redelivery, newLease, cursor) => {
           const outcome = await chunk(redelivery, newLease, cursor);
+          // Cut into lanes: this node takes the others up beside this one now (others at their next look).
+          if (outcome && cursor.lanes > 1) lanesCut.wake();
           if (outcome)
             await refreshStatisticsPast(deliveries, logger, cursor.queued, outcome.cursor.queued, settings.lanes);
           return outcome;
@@ -96,5 +121,6 @@ export class RedeliveryWorker extends ChunkedJobWorker<ClaimedRedelivery, Redeli
       },
       logger,
     );
+    lanesCut.wake = () => this.wake();
   }
 }

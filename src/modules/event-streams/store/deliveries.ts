@@ -349,6 +349,46 @@ export class DeliveryStore {
     return { queued, ...(last === undefined ? {} : { last }) };
   }
 
+  /**
+   * Event ids that cut the stream's failed deliveries in `range` into `parts` runs of as many each, in
+   * order, each cut the last of its run: a redelivery's lanes (migration 025). Fewer parts where the
+   * range holds fewer than `minRows` a part (a lane of less than a chunk gains nothing); none for one.
+   * Reads of deliveries_failed alone: a count of the range, then a seek past each run from the last
+   * cut. Index-only on PostgreSQL, they cost a fraction of the writes they share out.
+   */
+  async rowCuts(trx: Tx, streamId: string, range: EventRange, parts: number, minRows: number): Promise<string[]> {
+    const failed = () =>
+      trx
+        .selectFrom('deliveries')
+        .where('stream_id', '=', streamId)
+        .where('status', '=', FAILED)
+        .where('event_id', '<=', range.through);
+    const { count } = await failed()
+      .$if(range.after !== undefined, (q) => q.where('event_id', '>', range.after!))
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .executeTakeFirstOrThrow();
+    const rows = Number(count);
+    const runs = Math.min(parts, Math.floor(rows / Math.max(1, minRows)));
+    const cuts: string[] = [];
+    let after = range.after;
+    let at = 0;
+    for (let run = 1; run < runs; run++) {
+      const end = Math.floor((rows * run) / runs);
+      const cut = await failed()
+        .$if(after !== undefined, (q) => q.where('event_id', '>', after!))
+        .select('event_id')
+        .orderBy('event_id')
+        .offset(end - at - 1)
+        .limit(1)
+        .executeTakeFirst();
+      // Fewer than counted (others changed meanwhile): the runs so far stand.
+      if (cut === undefined || cut.event_id >= range.through) break;
+      cuts.push((after = cut.event_id));
+      at = end;
+    }
+    return cuts;
+  }
+
   /** Brings PostgreSQL's planner statistics of deliveries up to date (sampled: a fraction of a second). */
   async refreshStatistics(): Promise<void> {
     if (this.database.dialect === 'postgres') await sql`ANALYZE deliveries`.execute(this.database.db);

@@ -33,10 +33,15 @@ export function filterOf(
   };
 }
 
-/** How far a redelivery's walk has got: past this event id, with this many deliveries queued again. */
+/**
+ * How far a redelivery's walk has got: past `after`, with `queued` deliveries queued again, up to
+ * `until`; `lanes` it is yet to be cut into (1: none).
+ */
 export interface RedeliveryCursor {
   after: string;
+  until: string;
   queued: number;
+  lanes: number;
 }
 
 const DUE_REDELIVERIES: LeasedTable<ClaimedRedelivery> = {
@@ -52,6 +57,7 @@ const DUE_REDELIVERIES: LeasedTable<ClaimedRedelivery> = {
     'time_to',
     'after_event_id',
     'until_event_id',
+    'lanes',
     'queued',
   ],
 };
@@ -82,9 +88,8 @@ export class RedeliveryStore {
 
   /**
    * Records a redelivery of the failed deliveries `which` takes, whose first chunk the caller's
-   * transaction queued (`queued` of them, up to the event `after`); its walk ends at `through`, split
-   * into lanes at `cuts` (event ids in order between the two): a row each, due at once, walked side by
-   * side. The first lane carries the request's count.
+   * transaction queued (`queued` of them, up to the event `after`); its walk ends at `through`. One
+   * row, due at once, to be cut into `lanes` (see split) by the node that claims it.
    */
   async record(
     trx: Tx,
@@ -93,35 +98,80 @@ export class RedeliveryStore {
       which: FailedDeliveries;
       after: string;
       through: string;
-      cuts: readonly string[];
+      lanes: number;
       queued: number;
       at: string;
     },
   ): Promise<void> {
     const { which, at } = redelivery;
-    const redeliveryId = randomUUID();
-    const bounds = [redelivery.after, ...redelivery.cuts, redelivery.through];
+    const id = randomUUID();
     await trx
       .insertInto('event_stream_redeliveries')
-      .values(
-        bounds.slice(1).map((until, lane) => ({
-          id: lane === 0 ? redeliveryId : randomUUID(),
-          redelivery_id: redeliveryId,
-          stream_id: which.streamId,
-          tenant_id: redelivery.tenantId,
-          event_types: which.eventTypes === undefined ? null : JSON.stringify(which.eventTypes),
-          time_from: which.timeFrom ?? null,
-          time_to: which.timeTo ?? null,
-          after_event_id: bounds[lane]!,
-          until_event_id: until,
-          queued: lane === 0 ? redelivery.queued : 0,
-          status: 'pending' as const,
-          next_attempt_at: at,
-          claimed_until: null,
-          created_at: at,
-        })),
-      )
+      .values({
+        id,
+        redelivery_id: id,
+        stream_id: which.streamId,
+        tenant_id: redelivery.tenantId,
+        event_types: which.eventTypes === undefined ? null : JSON.stringify(which.eventTypes),
+        time_from: which.timeFrom ?? null,
+        time_to: which.timeTo ?? null,
+        after_event_id: redelivery.after,
+        until_event_id: redelivery.through,
+        lanes: redelivery.lanes > 1 ? redelivery.lanes : null,
+        queued: redelivery.queued,
+        status: 'pending',
+        next_attempt_at: at,
+        claimed_until: null,
+        created_at: at,
+      })
       .execute();
+  }
+
+  /**
+   * Cuts `redelivery`, claimed and not walked yet, into lanes at `cuts` (event ids of its range, in
+   * order): it keeps the range up to the first and its lease (renewed to `newLease`), and a row of the
+   * same redelivery, due at once, takes each range after. With no cuts it is walked as one lane.
+   * False when the lease is another run's.
+   */
+  async split(
+    trx: Tx,
+    redelivery: ClaimedRedelivery,
+    newLease: string,
+    cuts: readonly string[],
+    at: string,
+  ): Promise<boolean> {
+    const kept = await trx
+      .updateTable('event_stream_redeliveries')
+      .set({ until_event_id: cuts[0] ?? redelivery.until_event_id, lanes: null, claimed_until: newLease })
+      .where('id', '=', redelivery.id)
+      .where('claimed_until', '=', redelivery.lease)
+      .executeTakeFirst();
+    if (kept.numUpdatedRows === 0n) return false;
+    const ends = [...cuts.slice(1), redelivery.until_event_id];
+    if (cuts.length > 0)
+      await trx
+        .insertInto('event_stream_redeliveries')
+        .values(
+          cuts.map((after, i) => ({
+            id: randomUUID(),
+            redelivery_id: redelivery.redelivery_id ?? redelivery.id,
+            stream_id: redelivery.stream_id,
+            tenant_id: redelivery.tenant_id,
+            event_types: redelivery.event_types,
+            time_from: redelivery.time_from,
+            time_to: redelivery.time_to,
+            after_event_id: after,
+            until_event_id: ends[i]!,
+            lanes: null,
+            queued: 0,
+            status: 'pending' as const,
+            next_attempt_at: at,
+            claimed_until: null,
+            created_at: at,
+          })),
+        )
+        .execute();
+    return true;
   }
 
   /** Claims redeliveries due now, under a lease: new ones, those retried after a failure, those whose node stopped. */
