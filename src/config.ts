@@ -103,7 +103,7 @@ export interface Config {
   eventStreamDeletionChunkRows: number;
   /** Most failed deliveries one step of a redelivery walks (the request's, then each background chunk's): 2,000 on SQLite, 10,000 on PostgreSQL unless set. */
   eventStreamRedeliveryChunkRows: number;
-  /** Lanes (event id ranges) a redelivery's background walk is split into, and that a node works on at once: 2 on PostgreSQL, 1 on SQLite unless set; at most 4. */
+  /** Lanes (event id ranges of as many failed deliveries each) a redelivery's background walk is cut into, and that a node works on at once: 2 on PostgreSQL, 1 on SQLite unless set; at most 4. */
   eventStreamRedeliveryLanes: number;
   /** How long after creation a pending custom domain is re-checked in the background before it is failed. */
   customDomainVerifyWindowSeconds: number;
@@ -399,7 +399,7 @@ export function loadConfig(env: Env = process.env): Config {
       1,
       100_000,
     ),
-    // PostgreSQL updates two lanes' chunks side by side (see migration 024); SQLite has one writer, so
+    // PostgreSQL updates two lanes' chunks side by side (see migrations 024, 025); SQLite has one writer, so
     // lanes there would only take turns. At most 4: each lane at work holds one of a node's 10
     // PostgreSQL connections.
     eventStreamRedeliveryLanes: integer(env, 'EVENT_STREAM_REDELIVERY_LANES', databaseUrl === undefined ? 1 : 2, 1, 4),
