@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Database } from '../../../src/db/database.ts';
+import { transaction, type Database } from '../../../src/db/database.ts';
 import { BASE58, newId } from '../../../src/ids.ts';
 import { redeliveryChunk, redeliveryCursor } from '../../../src/modules/event-streams/redelivery/worker.ts';
 import { REDELIVERIES_UNDER_WAY_MAX, RedeliveryStore } from '../../../src/modules/event-streams/store/redeliveries.ts';
@@ -456,6 +456,21 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
         }
         return pendingBy;
       };
+      /** The rows each lane of the stream's redeliveries queued, from its log lines (all its turns), in lane order of appearance. */
+      const rowsPerLane = (streamId: string) => {
+        const perLane = new Map<string, number>();
+        for (const l of logs.lines)
+          if (
+            l.event_stream_id === streamId &&
+            (l.msg === 'event stream redelivery queued' || l.msg === 'event stream redelivery hands its turn on')
+          )
+            perLane.set(String(l.lane_id), (perLane.get(String(l.lane_id)) ?? 0) + Number(l.rows));
+        return [...perLane.values()].sort((a, b) => a - b);
+      };
+      const cutLines = (streamId: string) =>
+        logs.lines
+          .filter((l) => l.msg === 'event stream redelivery cut into lanes' && l.event_stream_id === streamId)
+          .map((l) => [l.lanes, l.counted]);
       const allDone = (streamId: string) =>
         eventually(`the lanes of ${streamId} done`, async () =>
           (await recordedOf(database(), streamId)).length === 0 ? true : undefined,
@@ -494,8 +509,10 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
         await allDone(streamId);
         const expected = ids.map((_, i) => (i % 2 ? 'pending' : 'failed'));
         assert.deepEqual(await statusesOf(database(), streamId, ids), expected);
-        // The 18 failed after ids[1] were cut into three lanes of six; each logs its own end, under the
-        // redelivery's id; the lanes' rows add up to the rest.
+        // The nine matches after ids[1] (of 18 failed) were cut into three lanes of three, by the matches
+        // (the writes), not by the rows walked past; each logs its own end, under the redelivery's id.
+        assert.deepEqual(cutLines(streamId), [[LANES, 9]]);
+        assert.deepEqual(rowsPerLane(streamId), [3, 3, 3]);
         const ends = logs.lines.filter(
           (l) => l.msg === 'event stream redelivery queued' && l.event_stream_id === streamId,
         );
@@ -547,13 +564,8 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
         assert.equal(response.statusCode, 202, response.body);
         worker().resume();
         await allDone(streamId);
-        const ends = logs.lines.filter(
-          (l) => l.msg === 'event stream redelivery queued' && l.event_stream_id === streamId,
-        );
-        assert.deepEqual(
-          ends.map((l) => Number(l.rows)),
-          [20, 20, 20],
-        );
+        assert.deepEqual(cutLines(streamId), [[LANES, 60]]);
+        assert.deepEqual(rowsPerLane(streamId), [20, 20, 20]);
         assert.deepEqual(await statusesOf(database(), streamId, ids), Array(ids.length).fill('pending'));
 
         // Again, the row cut by one claim's first chunk, which queues nothing, then each lane walked alone
@@ -578,9 +590,12 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
             rows: 0,
             finished: false,
             cursor: { ...cursor, until: rest[19], lanes: 1 },
+            cut: { lanes: LANES, counted: 60 },
           });
           await store.release({ ...whole!, lease: later }, later, new Date().toISOString());
           const lanes = await lanesOf(streamId);
+          // The lanes cut off are due since the request (at once on any node's clock).
+          assert.ok(lanes.every((l) => l.next_attempt_at === whole!.created_at || l.id === whole!.id));
           assert.deepEqual(
             lanes.map((l) => [l.after_event_id, l.until_event_id, l.lanes, l.redelivery_id]),
             [
@@ -594,6 +609,28 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
         } finally {
           worker().resume();
         }
+      });
+
+      it('cuts by the deliveries the filter takes, so lanes share its writes even where they bunch among the failures', async () => {
+        await worker().pause();
+        const streamId = await stream('filtered shares');
+        // 32 failed: the request walks the first two; of the 30 after, the last 12 are user.updated, which
+        // the filter takes. Cut by failed rows, the lanes would queue 0, 2 and 10.
+        const ids = await fillFailed(
+          database(),
+          server.tenant.id,
+          streamId,
+          Array.from({ length: 32 }, (_, i) => ({ type: i >= 20 ? 'user.updated' : 'user.created', time: minute(i) })),
+        );
+        assert.equal((await redeliver(streamId, { event_types: ['user.updated'] })).statusCode, 202);
+        worker().resume();
+        await allDone(streamId);
+        assert.deepEqual(cutLines(streamId), [[LANES, 12]]);
+        assert.deepEqual(rowsPerLane(streamId), [4, 4, 4]);
+        assert.deepEqual(
+          await statusesOf(database(), streamId, ids),
+          ids.map((_, i) => (i >= 20 ? 'pending' : 'failed')),
+        );
       });
 
       it('cuts fewer lanes where the rest holds less than a chunk a lane, and none for less than two', async () => {
@@ -622,6 +659,77 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
           assert.deepEqual(await walkEachAlone(other, few), [few.slice(2)]);
           assert.deepEqual(await recordedOf(database(), other), []);
         } finally {
+          worker().resume();
+        }
+      });
+
+      it('a row still to be cut is walked whole by a node that does not cut (a version before migration 025)', async () => {
+        await worker().pause();
+        try {
+          const streamId = await stream('walked uncut');
+          const ids = await fillFailed(
+            database(),
+            server.tenant.id,
+            streamId,
+            Array.from({ length: 12 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
+          );
+          assert.equal((await redeliver(streamId, {})).statusCode, 202);
+          const store = new RedeliveryStore(database());
+          const chunk = redeliveryChunk(database(), { chunkRows: 2 }, async () => undefined);
+          const [whole] = (await store.claimDue(60_000, 10)).filter((r) => r.stream_id === streamId);
+          assert.equal(whole!.lanes, LANES);
+          // As such a node reads the row: no lanes.
+          let run = whole!;
+          let cursor = { ...redeliveryCursor(whole!), lanes: 1 };
+          const later = new Date(Date.now() + 60_000).toISOString();
+          for (let i = 0; ; i++) {
+            assert.ok(i < 20, 'the walk ended');
+            const outcome = await chunk(run, later, cursor);
+            assert.ok(outcome && outcome.cut === undefined, 'not cut');
+            if (outcome.finished) break;
+            run = { ...run, lease: later };
+            cursor = outcome.cursor;
+          }
+          assert.deepEqual(await statusesOf(database(), streamId, ids), Array(12).fill('pending'));
+          assert.deepEqual(await recordedOf(database(), streamId), []);
+        } finally {
+          worker().resume();
+        }
+      });
+
+      it('a stream deleted once its redelivery was cut ends every lane, none queuing anything', async () => {
+        await worker().pause();
+        try {
+          // The deletion's own removal waits, so that each lane finds the stream being deleted.
+          await server.services.streamDeletionWorker!.pause();
+          const streamId = await stream('deleted after the cut');
+          await fillFailed(
+            database(),
+            server.tenant.id,
+            streamId,
+            Array.from({ length: 12 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
+          );
+          assert.equal((await redeliver(streamId, {})).statusCode, 202);
+          const store = new RedeliveryStore(database());
+          const chunk = redeliveryChunk(database(), { chunkRows: 2 }, async () => undefined);
+          const later = new Date(Date.now() + 60_000).toISOString();
+          const [whole] = (await store.claimDue(60_000, 10)).filter((r) => r.stream_id === streamId);
+          const cut = await chunk(whole!, later, redeliveryCursor(whole!));
+          assert.deepEqual(cut?.cut, { lanes: LANES, counted: 10 });
+          await store.release({ ...whole!, lease: later }, later, new Date().toISOString());
+          const deleted = await server.request({ method: 'DELETE', url: `/api/v2/event-streams/${streamId}` });
+          assert.equal(deleted.statusCode, 204, deleted.body);
+          const lanes = (await store.claimDue(60_000, 10)).filter((r) => r.stream_id === streamId);
+          assert.equal(lanes.length, LANES);
+          for (const lane of lanes)
+            assert.deepEqual(await chunk(lane, later, redeliveryCursor(lane)), {
+              rows: 0,
+              finished: true,
+              cursor: redeliveryCursor(lane),
+            });
+          assert.deepEqual(await recordedOf(database(), streamId), []);
+        } finally {
+          server.services.streamDeletionWorker!.resume();
           worker().resume();
         }
       });
@@ -688,14 +796,13 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
             const response = await redeliver(streamId, nothing);
             assert.equal(response.statusCode, 202, response.body);
           }
-          // Each is cut into three lanes (seven failed after the request's two: chunks of 2).
+          // Each cut into three lanes (its filter takes none, so the count would not cut it).
           const store = new RedeliveryStore(database());
-          const chunk = redeliveryChunk(database(), { chunkRows: 2 }, async () => undefined);
           const later = new Date(Date.now() + 60_000).toISOString();
           const claimed = (await store.claimDue(60_000, 100)).filter((r) => r.stream_id === streamId);
           assert.equal(claimed.length, REDELIVERIES_UNDER_WAY_MAX);
           for (const whole of claimed) {
-            assert.ok(await chunk(whole, later, redeliveryCursor(whole)), 'the lease held');
+            assert.ok(await transaction(database(), (trx) => store.split(trx, whole, later, [ids[4]!, ids[6]!])));
             await store.release({ ...whole, lease: later }, later, new Date().toISOString());
           }
           const lanes = await recordedOf(database(), streamId);

@@ -13,6 +13,22 @@ export interface RedeliverySettings {
   lanes: number;
 }
 
+/**
+ * The fields of a redelivery's log lines. A lane's lines (each logs its own end) name their redelivery
+ * and the lane; a row recorded before lanes is a redelivery of its own.
+ */
+function redeliveryLogFields(redelivery: ClaimedRedelivery): Record<string, unknown> {
+  return {
+    event_stream_id: redelivery.stream_id,
+    tenant_id: redelivery.tenant_id,
+    redelivery_id: redelivery.redelivery_id ?? redelivery.id,
+    ...(redelivery.redelivery_id === null ? {} : { lane_id: redelivery.id }),
+  };
+}
+
+/** A chunk of a redelivery; the one that cut it into lanes says how many, and the rows it counted. */
+export type RedeliveryChunkOutcome = ChunkOutcome<RedeliveryCursor> & { cut?: { lanes: number; counted: number } };
+
 /** Where a claimed redelivery goes on from, as its row says. */
 export function redeliveryCursor(
   redelivery: Pick<ClaimedRedelivery, 'after_event_id' | 'until_event_id' | 'queued' | 'lanes'>,
@@ -41,12 +57,12 @@ export function redeliveryChunk(
   redelivery: ClaimedRedelivery,
   newLease: string,
   cursor: RedeliveryCursor,
-) => Promise<ChunkOutcome<RedeliveryCursor> | undefined> {
+) => Promise<RedeliveryChunkOutcome | undefined> {
   const redeliveries = new RedeliveryStore(database);
   const deliveries = new DeliveryStore(database);
   return (redelivery, newLease, cursor) =>
     unlessLeaseLost(
-      transaction(database, async (trx): Promise<ChunkOutcome<RedeliveryCursor>> => {
+      transaction(database, async (trx): Promise<RedeliveryChunkOutcome> => {
         const held = await redeliveries.held(trx, redelivery);
         if (held === undefined) throw new LeaseLost();
         if (held.streamDeleting) {
@@ -56,10 +72,21 @@ export function redeliveryChunk(
         }
         if (cursor.lanes > 1) {
           const range = { after: cursor.after, through: cursor.until };
-          const cuts = await deliveries.rowCuts(trx, redelivery.stream_id, range, cursor.lanes, settings.chunkRows);
-          if (!(await redeliveries.split(trx, { ...redelivery, until_event_id: cursor.until }, newLease, cuts, now())))
+          const { cuts, rows } = await deliveries.rowCuts(
+            trx,
+            filterOf(redelivery),
+            range,
+            cursor.lanes,
+            settings.chunkRows,
+          );
+          if (!(await redeliveries.split(trx, { ...redelivery, until_event_id: cursor.until }, newLease, cuts)))
             throw new LeaseLost();
-          return { rows: 0, finished: false, cursor: { ...cursor, until: cuts[0] ?? cursor.until, lanes: 1 } };
+          return {
+            rows: 0,
+            finished: false,
+            cursor: { ...cursor, until: cuts[0] ?? cursor.until, lanes: 1 },
+            cut: { lanes: cuts.length + 1, counted: rows },
+          };
         }
         const step = await deliveries.queueAgainStep(
           trx,
@@ -99,20 +126,20 @@ export class RedeliveryWorker extends ChunkedJobWorker<ClaimedRedelivery, Redeli
         name: 'event stream redelivery',
         finished: 'event stream redelivery queued',
         concurrency: settings.lanes,
-        logFields: (redelivery) => ({
-          event_stream_id: redelivery.stream_id,
-          tenant_id: redelivery.tenant_id,
-          // A lane's lines (each logs its own end) name their redelivery and the lane; a row recorded
-          // before lanes is a redelivery of its own.
-          redelivery_id: redelivery.redelivery_id ?? redelivery.id,
-          ...(redelivery.redelivery_id === null ? {} : { lane_id: redelivery.id }),
-        }),
+        logFields: redeliveryLogFields,
         cursorOf: redeliveryCursor,
         claimDue: (leaseMs, limit) => redeliveries.claimDue(leaseMs, limit),
         runChunk: async (redelivery, newLease, cursor) => {
           const outcome = await chunk(redelivery, newLease, cursor);
-          // Cut into lanes: this node takes the others up beside this one now (others at their next look).
-          if (outcome && cursor.lanes > 1) lanesCut.wake();
+          if (outcome?.cut) {
+            // How many lane ends to look for. This node takes the others up beside this one now (other
+            // nodes at their next look).
+            logger.info(
+              { ...redeliveryLogFields(redelivery), lanes: outcome.cut.lanes, counted: outcome.cut.counted },
+              'event stream redelivery cut into lanes',
+            );
+            if (outcome.cut.lanes > 1) lanesCut.wake();
+          }
           if (outcome)
             await refreshStatisticsPast(deliveries, logger, cursor.queued, outcome.cursor.queued, settings.lanes);
           return outcome;

@@ -350,21 +350,28 @@ export class DeliveryStore {
   }
 
   /**
-   * Event ids that cut the stream's failed deliveries in `range` into `parts` runs of as many each, in
-   * order, each cut the last of its run: a redelivery's lanes (migration 025). Fewer parts where the
-   * range holds fewer than `minRows` a part (a lane of less than a chunk gains nothing); none for one.
-   * Reads of deliveries_failed alone: a count of the range, then a seek past each run from the last
-   * cut. Index-only on PostgreSQL, they cost a fraction of the writes they share out.
+   * Event ids that cut the failed deliveries `which` takes in `range` into `parts` runs of as many each,
+   * in order, each cut the last of its run: a redelivery's lanes (migration 025), balanced by the rows
+   * they queue (the writes), not those they walk past. Fewer parts where the range holds fewer than
+   * `minRows` a part (a lane of less than a chunk gains nothing); none for one. `rows`: those counted.
+   * Reads on deliveries_failed: a count of the range, then a seek past each run from the last cut;
+   * without a filter PostgreSQL reads its entries alone once vacuumed (the visibility map), with one
+   * the rows too.
    */
-  async rowCuts(trx: Tx, streamId: string, range: EventRange, parts: number, minRows: number): Promise<string[]> {
-    const failed = () =>
+  async rowCuts(
+    trx: Tx,
+    which: FailedDeliveries,
+    range: EventRange,
+    parts: number,
+    minRows: number,
+  ): Promise<{ cuts: string[]; rows: number }> {
+    const taken = (after: string | undefined) =>
       trx
         .selectFrom('deliveries')
-        .where('stream_id', '=', streamId)
-        .where('status', '=', FAILED)
+        .where(failedMatching(which))
+        .$if(after !== undefined, (q) => q.where('event_id', '>', after!))
         .where('event_id', '<=', range.through);
-    const { count } = await failed()
-      .$if(range.after !== undefined, (q) => q.where('event_id', '>', range.after!))
+    const { count } = await taken(range.after)
       .select((eb) => eb.fn.countAll<number>().as('count'))
       .executeTakeFirstOrThrow();
     const rows = Number(count);
@@ -374,8 +381,7 @@ export class DeliveryStore {
     let at = 0;
     for (let run = 1; run < runs; run++) {
       const end = Math.floor((rows * run) / runs);
-      const cut = await failed()
-        .$if(after !== undefined, (q) => q.where('event_id', '>', after!))
+      const cut = await taken(after)
         .select('event_id')
         .orderBy('event_id')
         .offset(end - at - 1)
@@ -386,7 +392,7 @@ export class DeliveryStore {
       cuts.push((after = cut.event_id));
       at = end;
     }
-    return cuts;
+    return { cuts, rows };
   }
 
   /** Brings PostgreSQL's planner statistics of deliveries up to date (sampled: a fraction of a second). */

@@ -17,7 +17,7 @@ export type RedeliveryRow = Selectable<EventStreamRedeliveriesTable>;
 export const REDELIVERIES_UNDER_WAY_MAX = 10;
 
 /** A redelivery being queued, claimed by this node under `lease`. */
-export type ClaimedRedelivery = Omit<RedeliveryRow, 'status' | 'next_attempt_at' | 'claimed_until' | 'created_at'> & {
+export type ClaimedRedelivery = Omit<RedeliveryRow, 'status' | 'next_attempt_at' | 'claimed_until'> & {
   lease: string;
 };
 
@@ -59,6 +59,7 @@ const DUE_REDELIVERIES: LeasedTable<ClaimedRedelivery> = {
     'until_event_id',
     'lanes',
     'queued',
+    'created_at',
   ],
 };
 
@@ -129,24 +130,14 @@ export class RedeliveryStore {
 
   /**
    * Cuts `redelivery`, claimed and not walked yet, into lanes at `cuts` (event ids of its range, in
-   * order): it keeps the range up to the first and its lease (renewed to `newLease`), and a row of the
-   * same redelivery, due at once, takes each range after. With no cuts it is walked as one lane.
-   * False when the lease is another run's.
+   * order): a row of the same redelivery takes each range after the first, due since the request was
+   * made (so at once on every node's clock, and in the request's turn), and the claimed row keeps the
+   * range up to the first cut and its lease (renewed to `newLease`). With no cuts it is walked as one
+   * lane. The rows are written before the claimed one is locked, as every writer of these rows after
+   * the stream (a deletion locks the stream, then these rows). False when the lease is another run's:
+   * the caller rolls the inserts back.
    */
-  async split(
-    trx: Tx,
-    redelivery: ClaimedRedelivery,
-    newLease: string,
-    cuts: readonly string[],
-    at: string,
-  ): Promise<boolean> {
-    const kept = await trx
-      .updateTable('event_stream_redeliveries')
-      .set({ until_event_id: cuts[0] ?? redelivery.until_event_id, lanes: null, claimed_until: newLease })
-      .where('id', '=', redelivery.id)
-      .where('claimed_until', '=', redelivery.lease)
-      .executeTakeFirst();
-    if (kept.numUpdatedRows === 0n) return false;
+  async split(trx: Tx, redelivery: ClaimedRedelivery, newLease: string, cuts: readonly string[]): Promise<boolean> {
     const ends = [...cuts.slice(1), redelivery.until_event_id];
     if (cuts.length > 0)
       await trx
@@ -165,13 +156,19 @@ export class RedeliveryStore {
             lanes: null,
             queued: 0,
             status: 'pending' as const,
-            next_attempt_at: at,
+            next_attempt_at: redelivery.created_at,
             claimed_until: null,
-            created_at: at,
+            created_at: redelivery.created_at,
           })),
         )
         .execute();
-    return true;
+    const kept = await trx
+      .updateTable('event_stream_redeliveries')
+      .set({ until_event_id: cuts[0] ?? redelivery.until_event_id, lanes: null, claimed_until: newLease })
+      .where('id', '=', redelivery.id)
+      .where('claimed_until', '=', redelivery.lease)
+      .executeTakeFirst();
+    return kept.numUpdatedRows > 0n;
   }
 
   /** Claims redeliveries due now, under a lease: new ones, those retried after a failure, those whose node stopped. */
