@@ -745,6 +745,10 @@ export async function redelivery(): Promise<void> {
       const FAILED_IN_ALL = REDELIVER + (REDELIVER_LATER ? 1 : 0);
       await insertOutbox(backend.database, [streamId!], REDELIVER, 'failed');
       if (REDELIVER_LATER) await insertLaterFailure(backend.database, streamId!);
+      // SQLite's fixture runs synchronously, its promises resolved as microtasks: for its minutes this
+      // process saw no I/O, so the pooled connection the node closed (keep-alive, 5 s) is still in the
+      // pool. A turn of timers and I/O lets it go before the probe asks on it ("other side closed").
+      await sleep(100);
       process.stdout.write(
         `    ${backend.name}: ${fmt.int(REDELIVER)} failed deliveries (4 attempt rows each) inserted in ${fmt.s(wallClock() - fixtureStart)}${REDELIVER_LATER ? ', and one a day later' : ''}\n`,
       );
