@@ -9,7 +9,7 @@ import { Deliveries } from '../../src/modules/event-streams/deliveries.ts';
 import { claimDue } from '../../src/modules/event-streams/store/claim.ts';
 import { DeliveryStore } from '../../src/modules/event-streams/store/deliveries.ts';
 import { StreamStore } from '../../src/modules/event-streams/store/streams.ts';
-import { RedeliveryStore } from '../../src/modules/event-streams/store/redeliveries.ts';
+import { RedeliveryStore, type ClaimedRedelivery } from '../../src/modules/event-streams/store/redeliveries.ts';
 import { redeliveryChunk, redeliveryCursor } from '../../src/modules/event-streams/redelivery/worker.ts';
 import { TenantStore } from '../../src/modules/tenants/store.ts';
 import { UserStore } from '../../src/modules/users/store.ts';
@@ -108,6 +108,21 @@ const deliveries = (database: Database, chunkRows = 2000, lanes = 1) =>
     recorded: () => undefined,
   });
 
+/** Runs a claimed redelivery (or lane) chunk by chunk, one delivery a chunk, until it ends: at most 10. */
+async function walkToEnd(database: Database, claimed: ClaimedRedelivery): Promise<void> {
+  const chunk = redeliveryChunk(database, { chunkRows: 1 }, async () => undefined);
+  let redelivery = claimed;
+  let cursor = redeliveryCursor(redelivery);
+  for (let i = 0; i < 10; i++) {
+    const outcome = await chunk(redelivery, FUTURE, cursor);
+    assert.ok(outcome, 'the lease held');
+    if (outcome.finished) return;
+    redelivery = { ...redelivery, lease: FUTURE };
+    cursor = outcome.cursor;
+  }
+  assert.fail('the redelivery ended');
+}
+
 const CASES: Case[] = [
   {
     name: 'users-by-email',
@@ -195,17 +210,7 @@ const CASES: Case[] = [
         claimed.map((r) => r.stream_id),
         ['est_51'],
       );
-      const chunk = redeliveryChunk(database, { chunkRows: 1 }, async () => undefined);
-      let redelivery = claimed[0]!;
-      let cursor = redeliveryCursor(redelivery);
-      for (let i = 0; i < 10; i++) {
-        const outcome = await chunk(redelivery, FUTURE, cursor);
-        assert.ok(outcome, 'the lease held');
-        if (outcome.finished) return;
-        redelivery = { ...redelivery, lease: FUTURE };
-        cursor = outcome.cursor;
-      }
-      assert.fail('the redelivery ended');
+      await walkToEnd(database, claimed[0]!);
     },
   },
   {
@@ -229,17 +234,7 @@ const CASES: Case[] = [
       await store.release({ ...whole!, lease: FUTURE }, FUTURE, '2000-01-01T00:00:00.000Z');
       const lanes = await store.claimDue(30_000, 10);
       assert.equal(lanes.length, 2);
-      for (let redelivery of lanes) {
-        let cursor = redeliveryCursor(redelivery);
-        for (let i = 0; ; i++) {
-          assert.ok(i < 10, 'the lane ended');
-          const outcome = await chunk(redelivery, FUTURE, cursor);
-          assert.ok(outcome, 'the lease held');
-          if (outcome.finished) break;
-          redelivery = { ...redelivery, lease: FUTURE };
-          cursor = outcome.cursor;
-        }
-      }
+      for (const lane of lanes) await walkToEnd(database, lane);
     },
   },
   {
