@@ -42,6 +42,12 @@ export default tseslint.config(
     languageOptions: { globals: { ...globals.browser } },
   },
   {
+    // A native addon's package is CommonJS, as Node-API addons are loaded (native/malloc-trim).
+    files: ['native/**/*.js'],
+    languageOptions: { sourceType: 'commonjs' },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     files: ['src/http/errors.ts'],
     rules: { 'no-restricted-syntax': 'off' },
   },

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { IdleReclaim, reclaimMemory } from '../../src/heap.ts';
+import { IdleReclaim, mallocTrim, reclaimMemory } from '../../src/heap.ts';
+
+/** glibc's version where this process runs on glibc (the machines the project is tested on). */
+const glibc = (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime;
 
 /** An IdleReclaim driven by hand: `work(ms)` spends that much CPU time before the next sample. */
 function driven() {
@@ -69,5 +73,39 @@ describe('reclaimMemory', () => {
     const after = process.memoryUsage().heapTotal;
     assert.ok(released);
     assert.ok(after < grown - 30 * 1024 * 1024, `heap total ${grown} → ${after}`);
+  });
+
+  it('trims the C allocator too, where glibc runs', { skip: !glibc && 'not glibc' }, () => {
+    const addon = mallocTrim();
+    // npm ci builds native/malloc-trim; a machine that runs the tests has the compiler it needs.
+    assert.ok(!(addon instanceof Error), `the addon did not load: ${String(addon)}`);
+    assert.equal(addon.available, true);
+    assert.equal(typeof reclaimMemory().mallocTrimmed, 'boolean');
+  });
+});
+
+describe('malloc_trim (native/malloc-trim)', () => {
+  it('gives back the pages freed between live blocks, which free() keeps', { skip: !glibc && 'not glibc' }, () => {
+    // In a process of its own, so that nothing else allocates meanwhile: 90 MB in blocks under glibc's
+    // mmap threshold, one block allocated after them kept alive so that the heap's top cannot shrink.
+    const script = `
+      import fs from 'node:fs';
+      import { createRequire } from 'node:module';
+      const { trim } = createRequire(process.cwd() + '/package.json')('tenantry-malloc-trim');
+      const rss = () => Number(fs.readFileSync('/proc/self/statm', 'utf8').split(' ')[1]) * 4096;
+      let blocks = Array.from({ length: 20000 }, () => Buffer.alloc(4608));
+      const pin = Buffer.alloc(5000);
+      blocks = null;
+      for (let i = 0; i < 3; i++) { gc(); await new Promise((resolve) => setTimeout(resolve, 100)); }
+      const freed = rss();
+      const trimmed = trim();
+      process.stdout.write(JSON.stringify({ freed, trimmed, after: rss(), pin: pin.length }));
+    `;
+    const out = execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    });
+    const { freed, trimmed, after } = JSON.parse(out) as { freed: number; trimmed: boolean; after: number };
+    assert.equal(trimmed, true);
+    assert.ok(after < freed - 60 * 1024 * 1024, `resident ${freed} → ${after} bytes`);
   });
 });
