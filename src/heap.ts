@@ -26,8 +26,7 @@ function gc(): () => void {
  */
 export function collectStartUpGarbage(): void {
   gc()();
-  const addon = mallocTrim();
-  if (!(addon instanceof Error)) addon.trim();
+  trimMalloc();
 }
 
 /** The optional native addon native/malloc-trim (built by `npm ci` where a C compiler is present). */
@@ -55,6 +54,12 @@ export function mallocTrim(): MallocTrimAddon | Error {
   return mallocTrimAddon;
 }
 
+/** malloc_trim(0) where it can be called: whether it gave pages back, else undefined. */
+function trimMalloc(): boolean | undefined {
+  const addon = mallocTrim();
+  return addon instanceof Error ? undefined : addon.trim();
+}
+
 export interface Reclaimed {
   /** Whether malloc_trim gave pages back; undefined where it cannot be called (see mallocTrim). */
   mallocTrimmed: boolean | undefined;
@@ -70,8 +75,7 @@ export interface Reclaimed {
 export function reclaimMemory(also: () => void = () => undefined): Reclaimed {
   gc()();
   also();
-  const addon = mallocTrim();
-  return { mallocTrimmed: addon instanceof Error ? undefined : addon.trim() };
+  return { mallocTrimmed: trimMalloc() };
 }
 
 export interface IdleReclaimOptions {

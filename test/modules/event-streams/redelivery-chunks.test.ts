@@ -20,6 +20,9 @@ import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhoo
 const CHUNK_ROWS = 3;
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
 const minute = (i: number) => new Date(T0 + i * 60_000).toISOString();
+/** `count` user.created events, a minute apart from T0: fillFailed's most common fixture. */
+const createdEach = (count: number) =>
+  Array.from({ length: count }, (_, i) => ({ type: 'user.created', time: minute(i) }));
 /** After every event id newId makes today: a delivery that failed after the redelivery was asked for. */
 const LATER_EVENT = `evt_${'z'.repeat(22)}`;
 
@@ -142,12 +145,7 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
        */
       const redeliveredStream = async (name: string) => {
         const streamId = await stream(name);
-        const ids = await fillFailed(
-          database(),
-          server.tenant.id,
-          streamId,
-          Array.from({ length: 7 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
-        );
+        const ids = await fillFailed(database(), server.tenant.id, streamId, createdEach(7));
         const response = await redeliver(streamId, {});
         assert.equal(response.statusCode, 202, response.body);
         return { streamId, ids };
@@ -304,12 +302,7 @@ describe('a redelivery larger than one chunk', { concurrency: true }, () =>
         const streamId = await stream('flooded');
         let ids: string[] = [];
         try {
-          ids = await fillFailed(
-            database(),
-            server.tenant.id,
-            streamId,
-            Array.from({ length: 7 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
-          );
+          ids = await fillFailed(database(), server.tenant.id, streamId, createdEach(7));
           // A filter that takes none of them: each request walks a chunk, queues nothing and leaves the
           // rest of the walk to the background, as many times as it is sent.
           const nothing = { event_types: ['user.deleted'] };
@@ -638,23 +631,13 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
         try {
           const streamId = await stream('few to cut');
           // Seven failed: the request queues two; five are left, two chunks' worth: two lanes (2 and 3).
-          const ids = await fillFailed(
-            database(),
-            server.tenant.id,
-            streamId,
-            Array.from({ length: 7 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
-          );
+          const ids = await fillFailed(database(), server.tenant.id, streamId, createdEach(7));
           assert.equal((await redeliver(streamId, {})).statusCode, 202);
           assert.deepEqual(await walkEachAlone(streamId, ids), [ids.slice(2, 4), ids.slice(4)]);
           assert.deepEqual(await recordedOf(database(), streamId), []);
           // Five failed, three left: one lane.
           const other = await stream('too few to cut');
-          const few = await fillFailed(
-            database(),
-            server.tenant.id,
-            other,
-            Array.from({ length: 5 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
-          );
+          const few = await fillFailed(database(), server.tenant.id, other, createdEach(5));
           assert.equal((await redeliver(other, {})).statusCode, 202);
           assert.deepEqual(await walkEachAlone(other, few), [few.slice(2)]);
           assert.deepEqual(await recordedOf(database(), other), []);
@@ -667,12 +650,7 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
         await worker().pause();
         try {
           const streamId = await stream('walked uncut');
-          const ids = await fillFailed(
-            database(),
-            server.tenant.id,
-            streamId,
-            Array.from({ length: 12 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
-          );
+          const ids = await fillFailed(database(), server.tenant.id, streamId, createdEach(12));
           assert.equal((await redeliver(streamId, {})).statusCode, 202);
           const store = new RedeliveryStore(database());
           const chunk = redeliveryChunk(database(), { chunkRows: 2 }, async () => undefined);
@@ -703,12 +681,7 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
           // The deletion's own removal waits, so that each lane finds the stream being deleted.
           await server.services.streamDeletionWorker!.pause();
           const streamId = await stream('deleted after the cut');
-          await fillFailed(
-            database(),
-            server.tenant.id,
-            streamId,
-            Array.from({ length: 12 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
-          );
+          await fillFailed(database(), server.tenant.id, streamId, createdEach(12));
           assert.equal((await redeliver(streamId, {})).statusCode, 202);
           const store = new RedeliveryStore(database());
           const chunk = redeliveryChunk(database(), { chunkRows: 2 }, async () => undefined);
@@ -737,12 +710,7 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
       it('a redelivery a node recorded before lanes (no redelivery_id) counts once and is queued under its own id', async () => {
         await worker().pause();
         const streamId = await stream('recorded before lanes');
-        const ids = await fillFailed(
-          database(),
-          server.tenant.id,
-          streamId,
-          Array.from({ length: 6 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
-        );
+        const ids = await fillFailed(database(), server.tenant.id, streamId, createdEach(6));
         const at = new Date().toISOString();
         const oldId = 'recorded-before-024';
         try {
@@ -785,12 +753,7 @@ describe('a redelivery walked in lanes', { concurrency: true }, () =>
         await worker().pause();
         const streamId = await stream('lanes flooded');
         try {
-          const ids = await fillFailed(
-            database(),
-            server.tenant.id,
-            streamId,
-            Array.from({ length: 9 }, (_, i) => ({ type: 'user.created', time: minute(i) })),
-          );
+          const ids = await fillFailed(database(), server.tenant.id, streamId, createdEach(9));
           const nothing = { event_types: ['user.deleted'] };
           for (let i = 0; i < REDELIVERIES_UNDER_WAY_MAX; i++) {
             const response = await redeliver(streamId, nothing);
